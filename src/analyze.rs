@@ -1,0 +1,210 @@
+//! One file through every stage: parse → tree → project → usage, into a [`FileAnalysis`].
+//!
+//! This is the unit of parallel work: it takes bytes and a worker's scratch buffers and
+//! returns plain data, so the corpus stage can run it on any thread in any order.
+
+use crate::js::{self, Jv};
+use crate::parse::entry::{Body, EntryType, Role};
+use crate::parse::{LineStats, RejectReason, Scratch, parse_file};
+use crate::project::{self, CompactionEffect, EditKind, Estimate};
+use crate::tree::Tree;
+use crate::usage::{self, Accounting};
+
+/// The result for one file: a session, or a rejection.
+#[derive(Debug, Clone)]
+pub enum FileAnalysis {
+    Session(Box<SessionAnalysis>),
+    Rejected { stats: LineStats, reason: RejectReason },
+}
+
+/// Counts of `context_edit` entries (the oracle's `contextEdits`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EditCounts {
+    pub total: u64,
+    pub on_path: u64,
+    pub in_context: u64,
+    pub applied: u64,
+    pub omitted: u64,
+    pub replaced: u64,
+}
+
+/// The latest compaction on the active path (the oracle's `compactions`).
+#[derive(Debug, Clone, Default)]
+pub struct CompactionSummary {
+    pub total: u64,
+    pub on_path: u64,
+    /// Entry index of the latest compaction on the active path.
+    pub latest: Option<u32>,
+    pub latest_first_kept_on_path: bool,
+}
+
+/// Everything pisa computes for one accepted session file.
+#[derive(Debug, Clone)]
+pub struct SessionAnalysis {
+    pub stats: LineStats,
+    pub tree: Tree,
+    pub accounting: Accounting,
+    pub name: Option<String>,
+    /// Index of `getLeafEntry()` in the entries.
+    pub leaf: Option<u32>,
+    pub active_path_length: u64,
+    pub tree_roots: u64,
+    /// A parent loop was cut on the active path.
+    pub cyclic_path: bool,
+    /// Type tallies of the context entries.
+    pub context_entry_types: Vec<(String, u64)>,
+    pub context_entry_count: u64,
+    /// Role tallies of the projected messages.
+    pub projected_roles: Vec<(String, u64)>,
+    pub projected_message_count: u64,
+    pub model: Option<(Jv, Jv)>,
+    pub thinking_level: Jv,
+    pub edits: EditCounts,
+    pub compactions: CompactionSummary,
+    pub estimate: Estimate,
+    /// `getContextUsage()` would report these tokens; `None` = unknown after a compaction.
+    pub context_usage_tokens: Option<f64>,
+    pub effects: Vec<CompactionEffect>,
+    /// Why Pi's own code would throw on this file, if it would.
+    pub pi_error: Option<&'static str>,
+    /// First and last activity (Unix ms), from entry and message timestamps.
+    pub first_activity_ms: Option<f64>,
+    pub last_activity_ms: Option<f64>,
+}
+
+impl SessionAnalysis {
+    /// The damage counters say lines were skipped.
+    pub fn is_damaged(&self) -> bool {
+        self.stats.malformed_lines > 0 || self.cyclic_path
+    }
+}
+
+/// Tally names into a list sorted the way JavaScript sorts object keys here (UTF-16 order).
+pub fn tally<'a>(names: impl Iterator<Item = &'a str>) -> Vec<(String, u64)> {
+    let mut map: hashbrown::HashMap<&str, u64> = hashbrown::HashMap::new();
+    for n in names {
+        *map.entry(n).or_default() += 1;
+    }
+    let mut v: Vec<(String, u64)> = map.into_iter().map(|(k, n)| (k.to_string(), n)).collect();
+    v.sort_by(|a, b| js::cmp_utf16(&a.0, &b.0));
+    v
+}
+
+/// Run every stage on the bytes of one file.
+pub fn analyze_bytes(bytes: &[u8], scratch: &mut Scratch) -> FileAnalysis {
+    let parsed = parse_file(bytes, scratch);
+    if let Some(reason) = parsed.reject.clone() {
+        return FileAnalysis::Rejected { stats: parsed.stats, reason };
+    }
+    let stats = parsed.stats.clone();
+    let tree = Tree::build(parsed).expect("accepted files have a header");
+    FileAnalysis::Session(Box::new(analyze_tree(stats, tree)))
+}
+
+fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
+    let branch = tree.active_branch();
+    let path = tree.active_session_path();
+    let mut on_path = vec![false; tree.entries.len()];
+    for &i in &branch.entries {
+        on_path[i as usize] = true;
+    }
+    let accounting = usage::account(&tree, &on_path);
+    let (name, name_err) = match tree.name() {
+        Ok(n) => (n, None),
+        Err(e) => (None, Some(e)),
+    };
+    let proj = project::project(&tree, &path);
+    let estimate = project::estimate(&tree, &proj, &branch);
+    let context_usage_tokens = project::context_usage_known(&tree, &proj, &branch).then_some(estimate.tokens);
+
+    let mut edits = EditCounts::default();
+    for (i, e) in tree.entries.iter().enumerate() {
+        if e.ty == EntryType::ContextEdit {
+            edits.total += 1;
+            edits.on_path += u64::from(on_path[i]);
+        }
+    }
+    edits.in_context = proj.context.iter().filter(|&&i| tree.entries[i as usize].ty == EntryType::ContextEdit).count() as u64;
+    for pe in &proj.entries {
+        match pe.edit {
+            Some(EditKind::Omitted) => edits.omitted += 1,
+            Some(EditKind::Replaced) => edits.replaced += 1,
+            None => {}
+        }
+    }
+    edits.applied = edits.omitted + edits.replaced;
+
+    let latest = branch.entries.iter().rposition(|&b| tree.entries[b as usize].ty == EntryType::Compaction);
+    let compactions = CompactionSummary {
+        total: tree.entries.iter().filter(|e| e.ty == EntryType::Compaction).count() as u64,
+        on_path: branch.entries.iter().filter(|&&b| tree.entries[b as usize].ty == EntryType::Compaction).count() as u64,
+        latest: latest.map(|p| branch.entries[p]),
+        latest_first_kept_on_path: latest.is_some_and(|p| {
+            let Body::Compaction(c) = &tree.entries[branch.entries[p] as usize].body else { return false };
+            branch.entries[..p].iter().any(|&b| tree.entries[b as usize].id == c.first_kept)
+        }),
+    };
+    let effects = project::compaction_effects(&tree, &branch);
+    let context_entry_types = tally(proj.context.iter().map(|&i| tree.entries[i as usize].ty.name()));
+    let projected_roles = tally(proj.messages.iter().map(|m| m.role.name()));
+    let (first_activity_ms, last_activity_ms) = activity(&tree);
+    let pi_error = tree
+        .pi_error
+        .or(accounting.pi_error)
+        .or(name_err)
+        .or(proj.pi_error)
+        .or(estimate.unknown.then_some("the context estimate reads a missing field (throws or NaN)"))
+        .or(effects
+            .iter()
+            .any(|e| e.estimated_tokens_after.is_some_and(|x| x.unknown))
+            .then_some("a compaction's context estimate reads a missing field"));
+    SessionAnalysis {
+        leaf: tree.leaf(),
+        active_path_length: branch.entries.len() as u64,
+        tree_roots: tree.root_count(),
+        cyclic_path: branch.cyclic || path.cyclic,
+        context_entry_count: proj.context.len() as u64,
+        context_entry_types,
+        projected_message_count: proj.messages.len() as u64,
+        projected_roles,
+        model: proj.model.clone(),
+        thinking_level: proj.thinking_level.clone(),
+        edits,
+        compactions,
+        estimate,
+        context_usage_tokens,
+        effects,
+        pi_error,
+        first_activity_ms,
+        last_activity_ms,
+        name,
+        accounting,
+        stats,
+        tree,
+    }
+}
+
+/// First and last activity: entry timestamps and user/assistant message timestamps.
+fn activity(tree: &Tree) -> (Option<f64>, Option<f64>) {
+    let mut first: Option<f64> = tree.header.timestamp.as_ref().and_then(|t| t.as_str()).and_then(parse_iso_ms);
+    let mut last = first;
+    for e in &tree.entries {
+        let mut t = e.timestamp.as_deref().and_then(parse_iso_ms);
+        if let Body::Message(m) = &e.body
+            && matches!(m.role, Role::User | Role::Assistant)
+            && let Some(ms) = m.timestamp_ms
+        {
+            t = Some(ms);
+        }
+        if let Some(t) = t {
+            first = Some(first.map_or(t, |f| f.min(t)));
+            last = Some(last.map_or(t, |l| l.max(t)));
+        }
+    }
+    (first, last)
+}
+
+/// Milliseconds since the epoch of an ISO 8601 timestamp.
+pub fn parse_iso_ms(s: &str) -> Option<f64> {
+    s.parse::<jiff::Timestamp>().ok().map(|t| t.as_millisecond() as f64)
+}

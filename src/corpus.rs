@@ -1,0 +1,268 @@
+//! A whole directory: every file through [`analyze_bytes`] in parallel, then the
+//! cross-session figures (fork deduplication, parents found in the corpus, totals).
+//!
+//! Each worker keeps its own [`Scratch`]; a file's bytes are loaded, analysed and dropped
+//! before the next file, and only a compact summary of each session outlives its worker.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hashbrown::{HashMap, HashSet};
+use rayon::prelude::*;
+use serde_json::{Map, Value, json};
+
+use crate::analyze::{FileAnalysis, analyze_bytes};
+use crate::error::ScanIssue;
+use crate::js;
+use crate::parse::Scratch;
+use crate::report::json as rjson;
+use crate::scan::{self, FoundFile};
+use crate::usage::Totals;
+
+/// One billed call, reduced to what cross-session figures need.
+#[derive(Debug, Clone, Copy)]
+pub struct BilledCall {
+    pub identity: u128,
+    pub totals: Totals,
+}
+
+/// What survives of one accepted session after its worker is done.
+#[derive(Debug, Clone)]
+pub struct SessionSummary {
+    pub rel: String,
+    pub path: PathBuf,
+    /// The `sessions --json` object (corpus keys added by [`Corpus::finish`]).
+    pub json: Map<String, Value>,
+    pub calls: Vec<BilledCall>,
+    /// Header timestamp (Unix ms), for choosing the owner of copied history.
+    pub started_ms: Option<f64>,
+    pub damaged: bool,
+    /// For the table.
+    pub row: Row,
+}
+
+/// The figures a terminal table row shows.
+#[derive(Debug, Clone, Default)]
+pub struct Row {
+    pub project: String,
+    pub name: Option<String>,
+    pub started: Option<String>,
+    pub last_activity: Option<String>,
+    pub models: Vec<String>,
+    pub messages: u64,
+    /// Pi's totals (copied fork history included).
+    pub totals: Totals,
+    /// Billed calls this session owns (not copied from an earlier session).
+    pub own: Totals,
+    pub context_tokens: Option<f64>,
+    pub compactions: u64,
+}
+
+/// A file Pi refuses, or that could not be read.
+#[derive(Debug, Clone)]
+pub struct RejectedFile {
+    pub rel: String,
+    pub path: PathBuf,
+    pub json: Value,
+    pub reason: String,
+}
+
+/// The result of scanning a corpus.
+#[derive(Debug, Clone, Default)]
+pub struct Corpus {
+    /// Accepted sessions, sorted by relative path (UTF-16 order, like the oracle).
+    pub sessions: Vec<SessionSummary>,
+    pub rejected: Vec<RejectedFile>,
+    pub issues: Vec<ScanIssue>,
+    pub bytes: u64,
+    /// Sum over every billed call counted once.
+    pub totals: Totals,
+    /// Sum of Pi's per-session totals (copied fork history counted again).
+    pub naive_totals: Totals,
+    pub inherited_calls: u64,
+    pub calls: u64,
+}
+
+impl Corpus {
+    /// Files with skipped lines or parent loops.
+    pub fn damaged(&self) -> usize {
+        self.sessions.iter().filter(|s| s.damaged).count()
+    }
+
+    /// Whether anything was skipped (exit code 2).
+    pub fn skipped_anything(&self) -> bool {
+        !self.rejected.is_empty() || !self.issues.is_empty() || self.damaged() > 0
+    }
+}
+
+/// Progress callback: called with the bytes of each finished file.
+pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
+
+/// Scan roots and analyse every session file.
+pub fn scan(roots: &[PathBuf], progress: Option<Progress<'_>>) -> Corpus {
+    let found = scan::discover(roots);
+    let mut corpus = analyze_files(&found.files, progress);
+    corpus.issues.extend(found.issues);
+    corpus
+}
+
+enum Outcome {
+    Session(Box<SessionSummary>),
+    Rejected(RejectedFile),
+}
+
+/// Analyse the given files (largest first is best) in parallel.
+pub fn analyze_files(files: &[FoundFile], progress: Option<Progress<'_>>) -> Corpus {
+    let bytes = AtomicU64::new(0);
+    let outcomes: Vec<Outcome> = files
+        .par_iter()
+        .map_init(Scratch::default, |scratch, f| {
+            let out = analyze_one(f, scratch);
+            bytes.fetch_add(f.size, Ordering::Relaxed);
+            if let Some(p) = progress {
+                p(f.size);
+            }
+            out
+        })
+        .collect();
+    let mut corpus = Corpus { bytes: bytes.into_inner(), ..Default::default() };
+    for o in outcomes {
+        match o {
+            Outcome::Session(s) => corpus.sessions.push(*s),
+            Outcome::Rejected(r) => corpus.rejected.push(r),
+        }
+    }
+    corpus.finish();
+    corpus
+}
+
+fn analyze_one(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
+    let data = match scan::source::load(&f.path) {
+        Ok(d) => d,
+        Err(e) => {
+            let reason = format!("cannot read: {e}");
+            return Outcome::Rejected(RejectedFile {
+                rel: f.rel.clone(),
+                path: f.path.clone(),
+                json: json!({"path": f.rel, "status": "unreadable", "reason": reason}),
+                reason,
+            });
+        }
+    };
+    match analyze_bytes(&data, scratch) {
+        FileAnalysis::Rejected { stats, reason } => Outcome::Rejected(RejectedFile {
+            rel: f.rel.clone(),
+            path: f.path.clone(),
+            json: rjson::rejected_json(&f.rel, &stats, &reason),
+            reason: reason.message(),
+        }),
+        FileAnalysis::Session(a) => {
+            let json = rjson::session_json(&f.rel, &a);
+            let calls =
+                a.accounting.records.iter().map(|r| BilledCall { identity: r.identity, totals: record_totals(r) }).collect();
+            let started_ms = a.tree.header.timestamp.as_ref().and_then(|t| t.as_str()).and_then(crate::analyze::parse_iso_ms);
+            let mut totals = Totals::default();
+            for r in &a.accounting.records {
+                totals.add_record(r);
+            }
+            let row = Row {
+                project: rjson::project_of(&a.tree, &f.rel),
+                name: a.name.clone(),
+                started: a.first_activity_ms.and_then(rjson::iso_ms),
+                last_activity: a.last_activity_ms.and_then(rjson::iso_ms),
+                models: rjson::models(&a),
+                messages: a.accounting.stats.total_messages,
+                totals,
+                own: Totals::default(),
+                context_tokens: if a.estimate.unknown { None } else { a.context_usage_tokens },
+                compactions: a.compactions.total,
+            };
+            Outcome::Session(Box::new(SessionSummary {
+                rel: f.rel.clone(),
+                path: f.path.clone(),
+                json,
+                calls,
+                started_ms,
+                damaged: a.is_damaged(),
+                row,
+            }))
+        }
+    }
+}
+
+fn record_totals(r: &crate::usage::UsageRecord) -> Totals {
+    let mut t = Totals::default();
+    t.add_record(r);
+    t
+}
+
+impl Corpus {
+    /// Cross-session figures: sort, mark inherited calls, own totals, parents in the corpus.
+    fn finish(&mut self) {
+        self.sessions.sort_by(|a, b| js::cmp_utf16(&a.rel, &b.rel));
+        self.rejected.sort_by(|a, b| js::cmp_utf16(&a.rel, &b.rel));
+        // Owner of a billed call = the earliest session holding it (header time, then path).
+        let mut order: Vec<usize> = (0..self.sessions.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (sa, sb) = (&self.sessions[a], &self.sessions[b]);
+            let ta = sa.started_ms.unwrap_or(f64::INFINITY);
+            let tb = sb.started_ms.unwrap_or(f64::INFINITY);
+            ta.total_cmp(&tb).then_with(|| js::cmp_utf16(&sa.rel, &sb.rel))
+        });
+        let mut seen: HashSet<u128> = HashSet::new();
+        for &i in &order {
+            let s = &mut self.sessions[i];
+            let mut own = Totals::default();
+            let mut inherited = 0u64;
+            for c in &s.calls {
+                if seen.contains(&c.identity) {
+                    inherited += 1;
+                } else {
+                    own.merge(&c.totals);
+                }
+            }
+            seen.extend(s.calls.iter().map(|c| c.identity));
+            s.row.own = own;
+            self.totals.merge(&own);
+            self.naive_totals.merge(&s.row.totals);
+            self.inherited_calls += inherited;
+            self.calls += s.calls.len() as u64;
+            s.json.insert("own".into(), own_json(&own, s.calls.len() as u64, inherited));
+        }
+        // parentInCorpus: a scanned file whose name equals that of parentSession (last wins).
+        let mut by_name: HashMap<String, String> = HashMap::new();
+        let mut names: Vec<&str> = self.sessions.iter().map(|s| s.rel.as_str()).chain(self.rejected.iter().map(|r| r.rel.as_str())).collect();
+        names.sort_by(|a, b| js::cmp_utf16(a, b));
+        for rel in names {
+            by_name.insert(base_name(rel).to_string(), rel.to_string());
+        }
+        for s in &mut self.sessions {
+            let parent = match s.json.get("parentSession") {
+                Some(Value::Null) | None => Value::Null,
+                Some(p) if !js::js_truthy(&Some(p.clone())) => Value::Null,
+                Some(p) => {
+                    let text = js::js_string_of(&Some(p.clone())).into_owned();
+                    by_name.get(base_name(&text)).map_or(Value::Null, |r| Value::String(r.clone()))
+                }
+            };
+            s.json.insert("parentInCorpus".into(), parent);
+        }
+    }
+}
+
+fn own_json(t: &Totals, calls: u64, inherited: u64) -> Value {
+    json!({
+        "input": js::num_json(t.input),
+        "output": js::num_json(t.output),
+        "cacheRead": js::num_json(t.cache_read),
+        "cacheWrite": js::num_json(t.cache_write),
+        "total": js::num_json(t.tokens()),
+        "cost": js::num_json(t.cost),
+        "billedCalls": calls,
+        "inheritedCalls": inherited,
+    })
+}
+
+fn base_name(p: &str) -> &str {
+    p.rsplit(['/', '\\']).next().unwrap_or(p)
+}

@@ -1,0 +1,453 @@
+//! JavaScript value semantics that Pi's code relies on and pisa must reproduce.
+//!
+//! Pi reads session lines with `JSON.parse` and then works with plain JavaScript values:
+//! ids are `Map` keys (SameValueZero), truthiness decides whether a walk goes on, string
+//! lengths are UTF-16 code units, sums of missing fields become `NaN`, and
+//! `JSON.stringify(x).length` feeds the token estimate. This module holds those rules once.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use simd_json::StaticNode;
+use simd_json::tape::{Node, Value as TapeValue};
+
+/// A parsed JSON value as Pi sees it, reduced to what pisa keeps: `None` stands for
+/// JavaScript `undefined` (the key was absent).
+pub type Jv = Option<serde_json::Value>;
+
+/// An entry id or any value used as a `Map` key by Pi (`id`, `parentId`, `targetId`, ...).
+///
+/// JSON gives ids of any type; `Map` compares them with SameValueZero, so `5` and `"5"`
+/// differ, and two objects are never equal (each parse makes a new one).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub enum Key {
+    /// The field is absent.
+    #[default]
+    Undefined,
+    /// JSON `null`.
+    Null,
+    /// JSON `true` / `false`.
+    Bool(bool),
+    /// A number, by the bits of its f64 value (`-0` folded into `0`).
+    Num(u64),
+    /// A string.
+    Str(Box<str>),
+    /// An object or array: unique, equal to nothing else.
+    Unique(u32),
+}
+
+impl Key {
+    /// JavaScript truthiness (`if (id)`): `undefined`, `null`, `false`, `0` and `""` are falsy.
+    pub fn truthy(&self) -> bool {
+        match self {
+            Key::Undefined | Key::Null => false,
+            Key::Bool(b) => *b,
+            Key::Num(bits) => {
+                let f = f64::from_bits(*bits);
+                f != 0.0 && !f.is_nan()
+            }
+            Key::Str(s) => !s.is_empty(),
+            Key::Unique(_) => true,
+        }
+    }
+
+    /// A string key.
+    pub fn str(s: &str) -> Key {
+        Key::Str(s.into())
+    }
+
+    /// The key from a number.
+    pub fn num(f: f64) -> Key {
+        let f = if f == 0.0 { 0.0 } else { f };
+        Key::Num(f.to_bits())
+    }
+
+    /// The string content, when the key is a string.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Key::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The key as JSON (`undefined` prints as `null`, like `x ?? null`).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Key::Undefined | Key::Null => serde_json::Value::Null,
+            Key::Bool(b) => serde_json::Value::Bool(*b),
+            Key::Num(bits) => num_json(f64::from_bits(*bits)),
+            Key::Str(s) => serde_json::Value::String(s.to_string()),
+            Key::Unique(_) => serde_json::Value::String("[object]".into()),
+        }
+    }
+
+    /// `String(key)` in JavaScript (used where Pi builds strings from ids).
+    pub fn js_string(&self) -> Cow<'_, str> {
+        match self {
+            Key::Undefined => "undefined".into(),
+            Key::Null => "null".into(),
+            Key::Bool(b) => if *b { "true" } else { "false" }.into(),
+            Key::Num(bits) => number_to_string(f64::from_bits(*bits)).into(),
+            Key::Str(s) => Cow::Borrowed(s),
+            Key::Unique(_) => "[object Object]".into(),
+        }
+    }
+}
+
+/// A JSON number for output: integral values within 2^53 print without a fraction, like JavaScript.
+pub fn num_json(f: f64) -> serde_json::Value {
+    if f.is_finite() && f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 {
+        serde_json::Value::from(f as i64)
+    } else {
+        serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, serde_json::Value::Number)
+    }
+}
+
+/// `Number.prototype.toString()` for a double.
+pub fn number_to_string(f: f64) -> String {
+    let mut buf = ryu_js::Buffer::new();
+    buf.format(f).to_owned()
+}
+
+/// Length in UTF-16 code units (`String#length`) of valid UTF-8 text.
+#[inline]
+pub fn utf16_len(s: &str) -> u64 {
+    // Every byte that is not a continuation byte starts one scalar value; four-byte
+    // sequences (leaders >= 0xF0) need a surrogate pair, i.e. one more unit.
+    let mut n = 0u64;
+    for &b in s.as_bytes() {
+        n += u64::from((b as i8) >= -0x40) + u64::from(b >= 0xF0);
+    }
+    n
+}
+
+/// Whether `c` is removed by `String.prototype.trim` (WhiteSpace and LineTerminator).
+pub fn is_js_space(c: char) -> bool {
+    matches!(
+        c,
+        '\u{9}'
+            | '\u{a}'
+            | '\u{b}'
+            | '\u{c}'
+            | '\u{d}'
+            | ' '
+            | '\u{a0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200a}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202f}'
+            | '\u{205f}'
+            | '\u{3000}'
+            | '\u{feff}'
+    )
+}
+
+/// `String.prototype.trim`.
+pub fn js_trim(s: &str) -> &str {
+    s.trim_matches(is_js_space)
+}
+
+/// `!line.trim()`: the line holds only JavaScript whitespace. Invalid UTF-8 decodes to
+/// U+FFFD, which is not whitespace, so such a line is never blank.
+pub fn is_js_blank(line: &[u8]) -> bool {
+    for (i, &b) in line.iter().enumerate() {
+        match b {
+            b' ' | b'\t' | b'\r' | 0x0b | 0x0c => continue,
+            0x80.. => {
+                return match std::str::from_utf8(&line[i..]) {
+                    Ok(rest) => rest.chars().all(is_js_space),
+                    Err(_) => false,
+                };
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Compare two strings in JavaScript's default order (UTF-16 code units).
+pub fn cmp_utf16(a: &str, b: &str) -> std::cmp::Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+/// `JSON.stringify(s).length` for a string whose content is `s`.
+///
+/// `lone_marker`: U+FFFF stands for a lone surrogate that the reader replaced (see
+/// `parse::text`); `JSON.stringify` writes a lone surrogate as a six-character escape.
+pub fn stringify_str_len(s: &str, lone_marker: bool) -> u64 {
+    let mut n = 2u64;
+    for c in s.chars() {
+        n += match c {
+            '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
+            '\0'..='\u{1f}' => 6,
+            '\u{ffff}' if lone_marker => 6,
+            c => c.len_utf16() as u64,
+        };
+    }
+    n
+}
+
+/// `JSON.stringify(v).length` for a number.
+pub fn stringify_num_len(f: f64) -> u64 {
+    if !f.is_finite() {
+        return 4; // "null"
+    }
+    if f.fract() == 0.0 && f.abs() < 1e21 {
+        // Integers print in plain decimal; count digits without formatting.
+        let mut a = f.abs();
+        let mut digits = 1u64;
+        while a >= 10.0 {
+            a /= 10.0;
+            digits += 1;
+        }
+        // Division can drift near powers of ten; confirm with exact formatting there.
+        if digits >= 15 {
+            return number_to_string(f).len() as u64;
+        }
+        return digits + u64::from(f < 0.0);
+    }
+    let mut buf = ryu_js::Buffer::new();
+    buf.format(f).len() as u64
+}
+
+/// `JSON.stringify(v).length` for a value on a simd-json tape.
+pub fn stringify_len(v: TapeValue<'_, '_>, lone_marker: bool) -> u64 {
+    let nodes = tape_nodes(v);
+    let mut pos = 0;
+    stringify_nodes(nodes, &mut pos, lone_marker)
+}
+
+fn stringify_nodes(nodes: &[Node<'_>], pos: &mut usize, lone: bool) -> u64 {
+    let node = nodes[*pos];
+    *pos += 1;
+    match node {
+        Node::String(s) => stringify_str_len(s, lone),
+        Node::Static(s) => match s {
+            StaticNode::Null => 4,
+            StaticNode::Bool(true) => 4,
+            StaticNode::Bool(false) => 5,
+            StaticNode::I64(i) => stringify_num_len(i as f64),
+            StaticNode::U64(u) => stringify_num_len(u as f64),
+            StaticNode::F64(f) => stringify_num_len(f),
+        },
+        Node::Array { len, .. } => {
+            let mut n = 2 + len.saturating_sub(1) as u64;
+            for _ in 0..len {
+                n += stringify_nodes(nodes, pos, lone);
+            }
+            n
+        }
+        Node::Object { len, .. } => {
+            let mut n = 2 + len.saturating_sub(1) as u64;
+            for _ in 0..len {
+                // key
+                n += stringify_nodes(nodes, pos, lone) + 1;
+                n += stringify_nodes(nodes, pos, lone);
+            }
+            n
+        }
+    }
+}
+
+/// The nodes of a tape value (the value and everything nested in it).
+pub fn tape_nodes<'t, 'i>(v: TapeValue<'t, 'i>) -> &'t [Node<'i>] {
+    // SAFETY: `tape::Value` is `#[repr(transparent)]` over `&'t [Node<'i>]`; simd-json exposes
+    // the slice only crate-internally, and this reinterprets the reference, nothing else.
+    unsafe { std::mem::transmute::<TapeValue<'t, 'i>, &'t [Node<'i>]>(v) }
+}
+
+/// Convert a tape value into an owned JSON value (numbers as JavaScript doubles).
+pub fn to_json(v: TapeValue<'_, '_>) -> serde_json::Value {
+    let nodes = tape_nodes(v);
+    let mut pos = 0;
+    nodes_to_json(nodes, &mut pos)
+}
+
+fn nodes_to_json(nodes: &[Node<'_>], pos: &mut usize) -> serde_json::Value {
+    use serde_json::Value as J;
+    let node = nodes[*pos];
+    *pos += 1;
+    match node {
+        Node::String(s) => J::String(s.to_owned()),
+        Node::Static(s) => match s {
+            StaticNode::Null => J::Null,
+            StaticNode::Bool(b) => J::Bool(b),
+            StaticNode::I64(i) => num_json(i as f64),
+            StaticNode::U64(u) => num_json(u as f64),
+            StaticNode::F64(f) => num_json(f),
+        },
+        Node::Array { len, .. } => J::Array((0..len).map(|_| nodes_to_json(nodes, pos)).collect()),
+        Node::Object { len, .. } => {
+            let mut map = serde_json::Map::new();
+            for _ in 0..len {
+                let key = match nodes_to_json(nodes, pos) {
+                    J::String(k) => k,
+                    other => other.to_string(),
+                };
+                // JSON.parse keeps the last duplicate; Map::insert replaces in place too.
+                map.insert(key, nodes_to_json(nodes, pos));
+            }
+            J::Object(map)
+        }
+    }
+}
+
+/// The JavaScript number a tape value converts to where Pi adds it (`total += v`):
+/// numbers as they are, `null` as 0, booleans as 0/1, absent (`undefined`) and anything
+/// else as `NaN` (pisa does not model string concatenation).
+pub fn js_add_operand(v: Option<TapeValue<'_, '_>>) -> f64 {
+    let Some(v) = v else { return f64::NAN };
+    match tape_nodes(v)[0] {
+        Node::Static(StaticNode::I64(i)) => i as f64,
+        Node::Static(StaticNode::U64(u)) => u as f64,
+        Node::Static(StaticNode::F64(f)) => f,
+        Node::Static(StaticNode::Null) => 0.0,
+        Node::Static(StaticNode::Bool(b)) => f64::from(u8::from(b)),
+        _ => f64::NAN,
+    }
+}
+
+/// `String(v)` in JavaScript for a JSON value (`undefined` when absent).
+pub fn js_string_of(v: &Jv) -> Cow<'_, str> {
+    match v {
+        None => "undefined".into(),
+        Some(serde_json::Value::Null) => "null".into(),
+        Some(serde_json::Value::Bool(b)) => if *b { "true" } else { "false" }.into(),
+        Some(serde_json::Value::Number(n)) => number_to_string(n.as_f64().unwrap_or(f64::NAN)).into(),
+        Some(serde_json::Value::String(s)) => Cow::Borrowed(s.as_str()),
+        Some(serde_json::Value::Array(a)) => {
+            // Array#toString: elements joined by ",", null/undefined as "".
+            let mut out = String::new();
+            for (i, item) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                if !item.is_null() {
+                    let _ = write!(out, "{}", js_string_of(&Some(item.clone())));
+                }
+            }
+            out.into()
+        }
+        Some(serde_json::Value::Object(_)) => "[object Object]".into(),
+    }
+}
+
+/// JavaScript `ToNumber` for the values a header `version` can hold.
+pub fn js_to_number(v: &serde_json::Value) -> f64 {
+    match v {
+        serde_json::Value::Null => 0.0,
+        serde_json::Value::Bool(b) => f64::from(u8::from(*b)),
+        serde_json::Value::Number(n) => n.as_f64().unwrap_or(f64::NAN),
+        serde_json::Value::String(s) => {
+            let t = js_trim(s);
+            if t.is_empty() {
+                0.0
+            } else if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                u64::from_str_radix(hex, 16).map_or(f64::NAN, |u| u as f64)
+            } else {
+                match t {
+                    "Infinity" | "+Infinity" => f64::INFINITY,
+                    "-Infinity" => f64::NEG_INFINITY,
+                    _ if t.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) => {
+                        t.parse::<f64>().unwrap_or(f64::NAN)
+                    }
+                    _ => f64::NAN,
+                }
+            }
+        }
+        serde_json::Value::Array(a) => match a.as_slice() {
+            [] => 0.0,
+            [one] => js_to_number(one),
+            _ => f64::NAN,
+        },
+        serde_json::Value::Object(_) => f64::NAN,
+    }
+}
+
+/// JavaScript truthiness of a JSON value.
+pub fn js_truthy(v: &Jv) -> bool {
+    match v {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::Bool(b)) => *b,
+        Some(serde_json::Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
+        Some(serde_json::Value::String(s)) => !s.is_empty(),
+        Some(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf16_lengths_match_javascript() {
+        assert_eq!(utf16_len("abc"), 3);
+        assert_eq!(utf16_len("é"), 1);
+        assert_eq!(utf16_len("日本"), 2);
+        assert_eq!(utf16_len("😀"), 2);
+        assert_eq!(utf16_len("e\u{301}"), 2);
+        assert_eq!(utf16_len("\u{fffd}"), 1);
+    }
+
+    #[test]
+    fn trim_and_blank_follow_string_trim() {
+        assert!(is_js_blank(b""));
+        assert!(is_js_blank(b" \t\r"));
+        assert!(is_js_blank("\u{feff}".as_bytes()));
+        assert!(is_js_blank("\u{a0}\u{3000}".as_bytes()));
+        assert!(!is_js_blank(b" x "));
+        assert!(!is_js_blank(b"\xff"));
+        assert_eq!(js_trim("\u{feff} a \u{2028}"), "a");
+    }
+
+    #[test]
+    fn stringify_lengths() {
+        assert_eq!(stringify_str_len("a\"b", false), 6);
+        assert_eq!(stringify_str_len("\u{1}", false), 8);
+        assert_eq!(stringify_str_len("😀", false), 4);
+        assert_eq!(stringify_str_len("\u{ffff}", true), 8);
+        assert_eq!(stringify_num_len(0.0), 1);
+        assert_eq!(stringify_num_len(-12.0), 3);
+        assert_eq!(stringify_num_len(0.1), 3);
+        assert_eq!(stringify_num_len(1e21), 5);
+        assert_eq!(stringify_num_len(123456789012345680000.0), 21);
+        assert_eq!(stringify_num_len(99999999999999990.0), number_to_string(99999999999999990.0).len() as u64);
+    }
+
+    #[test]
+    fn stringify_len_of_tape_values() {
+        for text in [
+            r#"{"a":1,"b":[true,null,"x"],"c":{"d":-0.5}}"#,
+            r#"[]"#,
+            r#"{}"#,
+            r#"{"path":"/tmp/é","n":12345678901234567890}"#,
+        ] {
+            let mut bytes = text.as_bytes().to_vec();
+            let tape = simd_json::to_tape(&mut bytes).unwrap();
+            let expected = match text {
+                r#"{"path":"/tmp/é","n":12345678901234567890}"# => text.chars().count() as u64 - 20 + 20,
+                _ => text.chars().count() as u64,
+            };
+            assert_eq!(stringify_len(tape.as_value(), false), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn keys_follow_same_value_zero_and_truthiness() {
+        assert_eq!(Key::num(0.0), Key::num(-0.0));
+        assert_ne!(Key::num(5.0), Key::str("5"));
+        assert!(!Key::str("").truthy());
+        assert!(!Key::num(0.0).truthy());
+        assert!(Key::Unique(1).truthy());
+        assert_eq!(Key::num(5.0).js_string(), "5");
+    }
+
+    #[test]
+    fn to_number_matches_javascript() {
+        assert_eq!(js_to_number(&serde_json::json!("2")), 2.0);
+        assert_eq!(js_to_number(&serde_json::json!(" 3 ")), 3.0);
+        assert!(js_to_number(&serde_json::json!("v3")).is_nan());
+        assert_eq!(js_to_number(&serde_json::json!(true)), 1.0);
+    }
+}

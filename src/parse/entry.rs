@@ -1,0 +1,361 @@
+//! Typed entries: what pisa keeps of each parsed line.
+//!
+//! Only the fields that the tree, the projection, the estimate and the accounting need are
+//! kept; message content is reduced to character counts at parse time, so a session in
+//! memory is a small fraction of its file.
+
+use crate::js::{Jv, Key};
+
+/// The `type` of an entry, as Pi dispatches on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EntryType {
+    Session,
+    Message,
+    Compaction,
+    BranchSummary,
+    ContextEdit,
+    Usage,
+    ModelChange,
+    ThinkingLevelChange,
+    Custom,
+    CustomMessage,
+    Label,
+    SessionInfo,
+    /// Any other string type: kept and counted, otherwise ignored.
+    Other(Box<str>),
+    /// An object without a string `type`.
+    NoType,
+    /// A JSON value that is not an object (`42`, `[1]`, `"s"`, `true`): Pi keeps it as an entry.
+    NonObject(NonObject),
+}
+
+/// The kind of a non-object entry, named as the oracle tallies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonObject {
+    Number,
+    String,
+    Array,
+    Boolean,
+}
+
+impl EntryType {
+    /// From the `type` string.
+    pub fn from_str(s: &str) -> EntryType {
+        match s {
+            "session" => EntryType::Session,
+            "message" => EntryType::Message,
+            "compaction" => EntryType::Compaction,
+            "branch_summary" => EntryType::BranchSummary,
+            "context_edit" => EntryType::ContextEdit,
+            "usage" => EntryType::Usage,
+            "model_change" => EntryType::ModelChange,
+            "thinking_level_change" => EntryType::ThinkingLevelChange,
+            "custom" => EntryType::Custom,
+            "custom_message" => EntryType::CustomMessage,
+            "label" => EntryType::Label,
+            "session_info" => EntryType::SessionInfo,
+            other => EntryType::Other(other.into()),
+        }
+    }
+
+    /// The name used in tallies: the type string, `(no type)`, or `(number)` etc.
+    pub fn name(&self) -> &str {
+        match self {
+            EntryType::Session => "session",
+            EntryType::Message => "message",
+            EntryType::Compaction => "compaction",
+            EntryType::BranchSummary => "branch_summary",
+            EntryType::ContextEdit => "context_edit",
+            EntryType::Usage => "usage",
+            EntryType::ModelChange => "model_change",
+            EntryType::ThinkingLevelChange => "thinking_level_change",
+            EntryType::Custom => "custom",
+            EntryType::CustomMessage => "custom_message",
+            EntryType::Label => "label",
+            EntryType::SessionInfo => "session_info",
+            EntryType::Other(s) => s,
+            EntryType::NoType => "(no type)",
+            EntryType::NonObject(NonObject::Number) => "(number)",
+            EntryType::NonObject(NonObject::String) => "(string)",
+            EntryType::NonObject(NonObject::Array) => "(array)",
+            EntryType::NonObject(NonObject::Boolean) => "(boolean)",
+        }
+    }
+}
+
+/// One parsed line that Pi keeps (header included).
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Physical line number, 0-based.
+    pub line: u32,
+    /// Byte offset of the line in the file.
+    pub offset: u64,
+    pub ty: EntryType,
+    pub id: Key,
+    pub parent: Key,
+    /// The entry's ISO timestamp, when it is a string.
+    pub timestamp: Option<Box<str>>,
+    pub body: Body,
+}
+
+/// The type-specific part of an entry.
+#[derive(Debug, Clone, Default)]
+pub enum Body {
+    #[default]
+    None,
+    Header(Box<Header>),
+    Message(Box<Message>),
+    Compaction(Box<Compaction>),
+    BranchSummary(Box<BranchSummary>),
+    ContextEdit(Box<ContextEdit>),
+    Usage(Box<UsageEntry>),
+    ModelChange(Box<ModelChange>),
+    ThinkingLevel(Jv),
+    CustomMessage(Box<CustomMessage>),
+    SessionInfo(Jv),
+}
+
+/// The header line (`type == "session"`).
+#[derive(Debug, Clone, Default)]
+pub struct Header {
+    /// `id` when it is a string (Pi requires it for the first line).
+    pub id: Option<Box<str>>,
+    pub version: Jv,
+    pub cwd: Jv,
+    pub parent_session: Jv,
+    pub timestamp: Jv,
+}
+
+/// Characters as `estimateTokens` counts them, or `None` where Pi's code would throw or
+/// produce `NaN` (pisa then flags the session instead of guessing).
+pub type Chars = Option<u64>;
+
+/// Content reduced to the character counts the estimate needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ContentChars {
+    /// `estimateTextAndImageContentChars(content)` (user, toolResult, custom, system).
+    pub as_content: Chars,
+    /// The assistant loop over blocks (text, thinking, toolCall).
+    pub as_assistant: Chars,
+    /// `contentText(content).length` and whether it is non-empty (system replay).
+    pub text_len: Option<u64>,
+    /// The content is `null` or absent (Pi normalises it for some roles).
+    pub nullish: bool,
+    /// The content is a string (a string replacement becomes one text block).
+    pub is_string: bool,
+}
+
+/// The message of a `message` entry (or a compaction's `systemMessage`).
+#[derive(Debug, Clone, Default)]
+pub struct Message {
+    /// `message` was not an object (`null` makes Pi's code throw).
+    pub not_object: bool,
+    pub is_null: bool,
+    /// The role, when it is a string.
+    pub role: Role,
+    pub content: ContentChars,
+    /// Tool calls in an array content.
+    pub tool_calls: u32,
+    /// A `null` block in an array content (Pi's `c.type` throws on it).
+    pub null_block: bool,
+    /// `"usage" in message`.
+    pub has_usage_key: bool,
+    pub usage: Option<Usage>,
+    /// `usage` present but not an object (or `null`).
+    pub usage_not_object: bool,
+    /// `usage` is truthy (`if (message.usage)`).
+    pub usage_truthy: bool,
+    pub provider: Jv,
+    pub model: Jv,
+    pub response_model: Jv,
+    pub api: Option<Box<str>>,
+    pub stop_reason: Jv,
+    pub thinking_level: Option<Box<str>>,
+    /// `message.timestamp` (Unix ms) when a number.
+    pub timestamp_ms: Option<f64>,
+    /// Characters for roles with their own rule (bashExecution, branchSummary, compactionSummary).
+    pub own_chars: Chars,
+    /// System-message data for the replay.
+    pub system: Option<Box<SystemInfo>>,
+}
+
+/// A message role.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    ToolResult,
+    Custom,
+    BashExecution,
+    BranchSummary,
+    CompactionSummary,
+    HookMessage,
+    /// Another string role.
+    Other(Box<str>),
+    /// Not a string: `String(role)` as JavaScript prints it.
+    NonString(Box<str>),
+    /// Absent.
+    #[default]
+    Missing,
+}
+
+impl Role {
+    /// From the role string.
+    pub fn from_str(s: &str) -> Role {
+        match s {
+            "system" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "toolResult" => Role::ToolResult,
+            "custom" => Role::Custom,
+            "bashExecution" => Role::BashExecution,
+            "branchSummary" => Role::BranchSummary,
+            "compactionSummary" => Role::CompactionSummary,
+            "hookMessage" => Role::HookMessage,
+            other => Role::Other(other.into()),
+        }
+    }
+
+    /// `String(role)`.
+    pub fn name(&self) -> &str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::ToolResult => "toolResult",
+            Role::Custom => "custom",
+            Role::BashExecution => "bashExecution",
+            Role::BranchSummary => "branchSummary",
+            Role::CompactionSummary => "compactionSummary",
+            Role::HookMessage => "hookMessage",
+            Role::Other(s) | Role::NonString(s) => s,
+            Role::Missing => "undefined",
+        }
+    }
+}
+
+/// What a system message contributes to the replayed system message.
+#[derive(Debug, Clone, Default)]
+pub struct SystemInfo {
+    /// Own estimate characters: content + truthy sections + `JSON.stringify(toolsAdded)`.
+    pub own_chars: Chars,
+    /// `sections` in `Object.entries` order: name and length (`None` = `null`, removes it).
+    pub sections: Vec<(Box<str>, Option<u64>)>,
+    /// `toolsAdded`: tool name and `JSON.stringify(tool).length`.
+    pub tools_added: Vec<(Key, u64)>,
+    /// `toolsRemoved`: tool names.
+    pub tools_removed: Vec<Key>,
+    /// The message's `timestamp` field: absent, `null`, or a value.
+    pub timestamp: Presence,
+}
+
+/// Whether a field is absent, `null`, or set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Presence {
+    #[default]
+    Absent,
+    Null,
+    Set,
+}
+
+/// Billed usage as written, in JavaScript numbers: `NaN` stands for a field that is absent
+/// (or not a number), which is what `total += usage.field` gives in Pi.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Usage {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+    pub cache_write_1h: f64,
+    pub reasoning: f64,
+    pub total_tokens: f64,
+    /// `cost` is an object (without it Pi's `usage.cost.total` throws).
+    pub has_cost: bool,
+    pub cost_input: f64,
+    pub cost_output: f64,
+    pub cost_cache_read: f64,
+    pub cost_cache_write: f64,
+    pub cost_total: f64,
+}
+
+impl Usage {
+    /// `calculateContextTokens`: `totalTokens || input + output + cacheRead + cacheWrite`.
+    pub fn context_tokens(&self) -> f64 {
+        let t = self.total_tokens;
+        if t != 0.0 && !t.is_nan() {
+            t
+        } else {
+            self.input + self.output + self.cache_read + self.cache_write
+        }
+    }
+}
+
+/// A `compaction` entry.
+#[derive(Debug, Clone, Default)]
+pub struct Compaction {
+    /// `summary.length`, `None` when not a string (Pi throws on `undefined.length`).
+    pub summary_chars: Chars,
+    pub first_kept: Key,
+    /// v1: `firstKeptEntryIndex` when it is a number.
+    pub first_kept_index: Option<f64>,
+    pub tokens_before: Jv,
+    pub usage: Option<Usage>,
+    /// `usage` is truthy but not an object.
+    pub usage_not_object: bool,
+    /// A truthy `systemMessage`.
+    pub system_message: Option<Box<Message>>,
+}
+
+/// A `branch_summary` entry.
+#[derive(Debug, Clone, Default)]
+pub struct BranchSummary {
+    /// `summary` is truthy.
+    pub has_summary: bool,
+    pub summary_chars: Chars,
+    pub usage: Option<Usage>,
+    pub usage_not_object: bool,
+}
+
+/// A `context_edit` entry.
+#[derive(Debug, Clone, Default)]
+pub struct ContextEdit {
+    pub target: Key,
+    pub replacement: Replacement,
+}
+
+/// The `replacement` of a context edit.
+#[derive(Debug, Clone, Default)]
+pub enum Replacement {
+    /// Absent: Pi's `replacement.content` throws when the edit is applied.
+    #[default]
+    Absent,
+    /// `null`: the target's messages are removed.
+    Null,
+    /// New content for the target's messages.
+    Content(ContentChars),
+}
+
+/// A `usage` entry.
+#[derive(Debug, Clone, Default)]
+pub struct UsageEntry {
+    pub kind: Jv,
+    pub provider: Jv,
+    pub model: Jv,
+    pub usage: Option<Usage>,
+    pub usage_not_object: bool,
+}
+
+/// A `model_change` entry.
+#[derive(Debug, Clone, Default)]
+pub struct ModelChange {
+    pub provider: Jv,
+    pub model_id: Jv,
+}
+
+/// A `custom_message` entry.
+#[derive(Debug, Clone, Default)]
+pub struct CustomMessage {
+    /// `content ?? []`, counted as custom message content.
+    pub content: ContentChars,
+}

@@ -1,0 +1,347 @@
+//! Bytes → lines → typed entries, following Pi's `loadEntriesFromFile` exactly.
+//!
+//! Pi splits the decoded file on `\n`, skips lines that `String#trim` empties, parses the
+//! rest with `JSON.parse`, silently drops lines that fail or parse to a falsy value, and
+//! accepts the file only when the first parsed value is a `session` header with a string
+//! `id`. pisa does the same on bytes, and counts everything it skips.
+
+pub mod entry;
+pub mod extract;
+pub mod text;
+
+use memchr::memchr_iter;
+use simd_json::tape::Tape;
+
+use entry::{Body, Entry, EntryType, Header};
+use extract::LineCtx;
+
+/// Why Pi refuses a whole file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RejectReason {
+    /// The file has no bytes.
+    EmptyFile,
+    /// No line parses to a value Pi keeps.
+    NoParsableEntries,
+    /// The first kept value is not a `session` header with a string `id`.
+    FirstEntryNotSessionHeader {
+        /// What the first kept value was, for the message.
+        found: String,
+        /// Byte offset of that line.
+        offset: u64,
+    },
+}
+
+impl RejectReason {
+    /// The code the oracle prints.
+    pub fn code(&self) -> &'static str {
+        match self {
+            RejectReason::EmptyFile => "empty_file",
+            RejectReason::NoParsableEntries => "no_parsable_entries",
+            RejectReason::FirstEntryNotSessionHeader { .. } => "first_entry_not_session_header",
+        }
+    }
+
+    /// A one-line explanation for people.
+    pub fn message(&self) -> String {
+        match self {
+            RejectReason::EmptyFile => "empty file".into(),
+            RejectReason::NoParsableEntries => "no line parses as JSON".into(),
+            RejectReason::FirstEntryNotSessionHeader { found, offset } => {
+                format!("not a Pi session: first entry (byte {offset}) is {found}, not a session header with a string id")
+            }
+        }
+    }
+}
+
+/// The first line pisa had to skip, for the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// Physical line number, 1-based.
+    pub line: u64,
+    /// Byte offset of the line's first byte.
+    pub offset: u64,
+    /// Why the line was skipped.
+    pub reason: String,
+}
+
+/// Line-level accounting of one file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LineStats {
+    pub bytes: u64,
+    /// Physical lines split on `\n`; an unterminated last line counts.
+    pub lines: u64,
+    pub ends_with_newline: bool,
+    /// Lines of only spaces, tabs and `\r` (the oracle's diagnostic definition).
+    pub raw_blank_lines: u64,
+    /// Lines `String#trim` empties (what Pi skips as blank; includes BOM-only lines).
+    pub blank_lines: u64,
+    /// Lines that are not JSON (Pi skips them silently), not counting a pending tail.
+    pub malformed_lines: u64,
+    /// Lines that parse to `null`, `0`, `false` or `""` (Pi drops them).
+    pub dropped_values: u64,
+    /// Bytes of an unterminated last line that does not parse: Pi is still writing it.
+    pub pending_tail_bytes: u64,
+    /// Lines with invalid UTF-8 that parsed after decoding with U+FFFD, as Node does.
+    pub invalid_utf8_lines: u64,
+    /// Lines with lone surrogate escapes (valid for `JSON.parse`).
+    pub lone_surrogate_lines: u64,
+    /// Parsed values kept (header included): `loadEntriesFromFile(...).length`.
+    pub parsed_lines: u64,
+    /// The first skipped line.
+    pub first_damage: Option<Damage>,
+    /// The file starts with a UTF-8 byte order mark.
+    pub bom: bool,
+}
+
+/// A file read the way Pi reads it.
+#[derive(Debug, Clone, Default)]
+pub struct ParsedFile {
+    pub stats: LineStats,
+    /// Every kept value in file order, the header first. Empty when rejected.
+    pub entries: Vec<Entry>,
+    /// `None` when Pi accepts the file.
+    pub reject: Option<RejectReason>,
+}
+
+impl ParsedFile {
+    /// The header (the first entry) of an accepted file.
+    pub fn header(&self) -> Option<&Header> {
+        match self.entries.first().map(|e| &e.body) {
+            Some(Body::Header(h)) if self.reject.is_none() => Some(h),
+            _ => None,
+        }
+    }
+}
+
+/// Per-worker buffers, reused for every line: the padded line copy, simd-json's buffers
+/// and tape, and the repair buffer.
+pub struct Scratch {
+    line: Vec<u8>,
+    repaired: Vec<u8>,
+    buffers: simd_json::Buffers,
+    tape: Option<Tape<'static>>,
+    unique: u32,
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scratch").field("line_capacity", &self.line.capacity()).finish_non_exhaustive()
+    }
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            line: Vec::with_capacity(64 * 1024),
+            repaired: Vec::new(),
+            buffers: simd_json::Buffers::new(64 * 1024),
+            tape: Some(Tape(Vec::with_capacity(4096))),
+            unique: 0,
+        }
+    }
+}
+
+/// The outcome of parsing one line.
+enum LineOutcome {
+    Entry(Box<Entry>),
+    Falsy,
+    Invalid,
+}
+
+impl Scratch {
+    /// Parse `bytes` as one JSON document and turn it into an entry.
+    fn parse_line(&mut self, bytes: &[u8], line: u32, offset: u64, lone: bool) -> Result<LineOutcome, ()> {
+        let Scratch { line: buf, buffers, tape, unique, .. } = self;
+        buf.clear();
+        buf.extend_from_slice(bytes);
+        let len = buf.len();
+        buf.resize(len + simd_json::INPUT_PADDING, b' ');
+        let mut t: Tape<'_> = tape.take().unwrap_or_else(|| Tape(Vec::new())).reset();
+        let result = match simd_json::fill_tape_padded(buf, len, buffers, &mut t) {
+            Ok(()) => {
+                let root = t.as_value();
+                if extract::is_falsy_root(root) {
+                    Ok(LineOutcome::Falsy)
+                } else {
+                    let mut ctx = LineCtx { lone_marker: lone, unique_base: *unique };
+                    let e = extract::entry_of(root, line, offset, &mut ctx);
+                    *unique = ctx.unique_base;
+                    Ok(LineOutcome::Entry(Box::new(e)))
+                }
+            }
+            Err(_) => Err(()),
+        };
+        *tape = Some(t.reset());
+        result
+    }
+
+    /// Parse a line, repairing it first when simd-json rejects what `JSON.parse` accepts.
+    fn parse_js_line(&mut self, bytes: &[u8], line: u32, offset: u64, stats: &mut LineStats) -> LineOutcome {
+        if let Ok(outcome) = self.parse_line(bytes, line, offset, false) {
+            return outcome;
+        }
+        let mut repaired = std::mem::take(&mut self.repaired);
+        let repair = text::repair_line(bytes, &mut repaired);
+        let outcome = if repair.any() {
+            match self.parse_line(&repaired, line, offset, repair.lone_surrogates) {
+                Ok(o) => {
+                    stats.invalid_utf8_lines += u64::from(repair.lossy);
+                    stats.lone_surrogate_lines += u64::from(repair.lone_surrogates);
+                    o
+                }
+                Err(()) => LineOutcome::Invalid,
+            }
+        } else {
+            LineOutcome::Invalid
+        };
+        self.repaired = repaired;
+        outcome
+    }
+}
+
+/// Read one session file from its bytes, as Pi's loader does.
+pub fn parse_file(bytes: &[u8], scratch: &mut Scratch) -> ParsedFile {
+    let mut out = ParsedFile::default();
+    let stats = &mut out.stats;
+    stats.bytes = bytes.len() as u64;
+    stats.ends_with_newline = bytes.last() == Some(&b'\n');
+    stats.bom = bytes.starts_with(b"\xEF\xBB\xBF");
+    if bytes.is_empty() {
+        out.reject = Some(RejectReason::EmptyFile);
+        return out;
+    }
+    let mut start = 0usize;
+    let mut line_no = 0u32;
+    let mut ends = memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
+    while start < bytes.len() {
+        let end = ends.next().unwrap_or(bytes.len());
+        let terminated = end < bytes.len();
+        let line = &bytes[start..end];
+        stats.lines += 1;
+        if line.iter().all(|&b| b == b' ' || b == b'\t' || b == b'\r') {
+            stats.raw_blank_lines += 1;
+        }
+        if crate::js::is_js_blank(line) {
+            stats.blank_lines += 1;
+        } else {
+            match scratch.parse_js_line(line, line_no, start as u64, stats) {
+                LineOutcome::Entry(e) => {
+                    stats.parsed_lines += 1;
+                    out.entries.push(*e);
+                }
+                LineOutcome::Falsy => stats.dropped_values += 1,
+                LineOutcome::Invalid if !terminated => stats.pending_tail_bytes = line.len() as u64,
+                LineOutcome::Invalid => {
+                    stats.malformed_lines += 1;
+                    if stats.first_damage.is_none() {
+                        let reason = if start == 0 && stats.bom {
+                            "line starts with a UTF-8 byte order mark".to_string()
+                        } else {
+                            "not valid JSON".to_string()
+                        };
+                        stats.first_damage = Some(Damage { line: u64::from(line_no) + 1, offset: start as u64, reason });
+                    }
+                }
+            }
+        }
+        line_no = line_no.saturating_add(1);
+        start = end + 1;
+    }
+    out.reject = match out.entries.first() {
+        None => Some(RejectReason::NoParsableEntries),
+        Some(first) => match &first.body {
+            Body::Header(h) if h.id.is_some() => None,
+            _ => Some(RejectReason::FirstEntryNotSessionHeader { found: describe(first), offset: first.offset }),
+        },
+    };
+    if out.reject.is_some() {
+        out.entries = Vec::new();
+    }
+    out
+}
+
+fn describe(e: &Entry) -> String {
+    match &e.ty {
+        EntryType::Session => "a session header without a string id".into(),
+        EntryType::NonObject(_) | EntryType::NoType => format!("a value of kind {}", e.ty.name()),
+        other => format!("an entry of type \"{}\"", other.name()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &[u8]) -> ParsedFile {
+        parse_file(s, &mut Scratch::default())
+    }
+
+    const H: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
+
+    #[test]
+    fn header_blank_malformed_and_pending_tail() {
+        let text = format!("{H}\n\n  \n{{bad\n{{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null}}\r\n{{\"type\":\"cus");
+        let p = parse(text.as_bytes());
+        assert!(p.reject.is_none());
+        assert_eq!(p.entries.len(), 2);
+        assert_eq!(p.stats.lines, 6);
+        assert_eq!(p.stats.blank_lines, 2);
+        assert_eq!(p.stats.malformed_lines, 1);
+        assert_eq!(p.stats.pending_tail_bytes, 12);
+        let d = p.stats.first_damage.unwrap();
+        assert_eq!((d.line, d.offset), (4, H.len() as u64 + 5));
+    }
+
+    #[test]
+    fn unterminated_last_line_that_parses_is_kept() {
+        let text = format!("{H}\n{{\"type\":\"custom\",\"id\":\"a\"}}");
+        let p = parse(text.as_bytes());
+        assert_eq!(p.entries.len(), 2);
+        assert_eq!(p.stats.pending_tail_bytes, 0);
+        assert!(!p.stats.ends_with_newline);
+    }
+
+    #[test]
+    fn rejections() {
+        assert_eq!(parse(b"").reject, Some(RejectReason::EmptyFile));
+        assert_eq!(parse(b"\n \nnot json\n").reject, Some(RejectReason::NoParsableEntries));
+        assert_eq!(parse(b"null\n0\n").reject, Some(RejectReason::NoParsableEntries));
+        let bom = format!("\u{feff}{H}\n{{\"type\":\"custom\"}}\n");
+        assert_eq!(parse(bom.as_bytes()).reject.unwrap().code(), "first_entry_not_session_header");
+        let no_id = "{\"type\":\"session\",\"id\":5}\n";
+        assert_eq!(parse(no_id.as_bytes()).reject.unwrap().code(), "first_entry_not_session_header");
+        // A BOM-only line is blank to String#trim.
+        let bom_line = format!("\u{feff}\n{H}\n");
+        assert!(parse(bom_line.as_bytes()).reject.is_none());
+    }
+
+    #[test]
+    fn scalars_falsy_dropped_truthy_kept() {
+        let text = format!("{H}\nnull\n0\nfalse\n\"\"\n42\n[1]\n\"s\"\ntrue\n");
+        let p = parse(text.as_bytes());
+        assert_eq!(p.stats.dropped_values, 4);
+        assert_eq!(p.entries.len(), 5);
+        let names: Vec<_> = p.entries[1..].iter().map(|e| e.ty.name().to_string()).collect();
+        assert_eq!(names, ["(number)", "(array)", "(string)", "(boolean)"]);
+    }
+
+    #[test]
+    fn lone_surrogates_and_invalid_utf8_parse() {
+        let text = format!("{H}\n{{\"type\":\"x\",\"t\":\"\\ud83d\"}}\n");
+        let p = parse(text.as_bytes());
+        assert_eq!(p.entries.len(), 2);
+        assert_eq!(p.stats.lone_surrogate_lines, 1);
+        let mut bytes = format!("{H}\n").into_bytes();
+        bytes.extend_from_slice(b"{\"type\":\"x\",\"t\":\"\xff\"}\n{\"type\":\xff}\n");
+        let p = parse(&bytes);
+        assert_eq!(p.entries.len(), 2);
+        assert_eq!(p.stats.invalid_utf8_lines, 1);
+        assert_eq!(p.stats.malformed_lines, 1);
+    }
+
+    #[test]
+    fn raw_control_characters_are_invalid_json() {
+        let text = format!("{H}\n{{\"type\":\"x\",\"t\":\"a\tb\"}}\n");
+        assert_eq!(parse(text.as_bytes()).stats.malformed_lines, 1);
+    }
+}

@@ -1,0 +1,115 @@
+//! Rendering: terminal tables and JSON documents, always into an `impl Write`.
+
+pub mod inspect;
+pub mod json;
+pub mod table;
+
+/// Remove control characters and escape sequences from file-derived text before it
+/// reaches a terminal (a session name could otherwise rewrite the screen).
+pub fn terminal_safe(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // Skip a CSI (ESC [ ... final byte) or OSC (ESC ] ... BEL or ESC \) sequence.
+            match chars.peek() {
+                Some('[') => {
+                    chars.next();
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    chars.next();
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                            break;
+                        }
+                    }
+                }
+                _ => {
+                    chars.next();
+                }
+            }
+        } else if c.is_control() {
+            out.push(' ');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Format a token count with thousands separators.
+pub fn tokens(n: f64) -> String {
+    if !n.is_finite() {
+        return "?".into();
+    }
+    let s = format!("{:.0}", n.abs());
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if n < 0.0 { format!("-{out}") } else { out }
+}
+
+/// Format a cost in USD.
+pub fn usd(c: f64) -> String {
+    if c.abs() < 0.005 && c != 0.0 { format!("${c:.4}") } else { format!("${c:.2}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_never_reach_the_terminal() {
+        assert_eq!(terminal_safe("a\u{1b}[31mred\u{1b}[0m"), "ared");
+        assert_eq!(terminal_safe("x\u{1b}]0;title\u{7}y"), "xy");
+        assert_eq!(terminal_safe("x\u{1b}]8;;http://e\u{1b}\\link"), "xlink");
+        assert_eq!(terminal_safe("tab\there\r\n"), "tab here  ");
+    }
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(tokens(1234567.0), "1,234,567");
+        assert_eq!(tokens(12.0), "12");
+        assert_eq!(usd(1.234), "$1.23");
+        assert_eq!(usd(0.001), "$0.0010");
+    }
+}
+
+/// The `sessions --json` document: sessions, rejected files, scan issues and corpus totals.
+pub fn sessions_document(out: &mut impl std::io::Write, c: &crate::corpus::Corpus) -> std::io::Result<()> {
+    use serde_json::{Value, json};
+    let num = crate::js::num_json;
+    let t = &c.totals;
+    let doc = json!({
+        "sessions": c.sessions.iter().map(|s| Value::Object(s.json.clone())).collect::<Vec<_>>(),
+        "rejected": c.rejected.iter().map(|r| r.json.clone()).collect::<Vec<_>>(),
+        "issues": c.issues,
+        "totals": {
+            "sessions": c.sessions.len(),
+            "rejectedFiles": c.rejected.len(),
+            "damagedFiles": c.damaged(),
+            "bytes": c.bytes,
+            "input": num(t.input),
+            "output": num(t.output),
+            "cacheRead": num(t.cache_read),
+            "cacheWrite": num(t.cache_write),
+            "total": num(t.tokens()),
+            "cost": num(t.cost),
+            "billedCalls": c.calls,
+            "inheritedCalls": c.inherited_calls,
+            "naiveTotal": num(c.naive_totals.tokens()),
+            "naiveCost": num(c.naive_totals.cost),
+        },
+    });
+    serde_json::to_writer(&mut *out, &doc)?;
+    writeln!(out)
+}

@@ -1,0 +1,78 @@
+//! `pisa sessions` as a terminal table with a corpus footer.
+
+use std::io::Write;
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+
+use super::{terminal_safe, tokens, usd};
+use crate::corpus::Corpus;
+
+/// Write the sessions table, oldest activity first (the newest ends up next to the prompt).
+pub fn sessions(out: &mut impl Write, corpus: &Corpus, width: Option<u16>) -> std::io::Result<()> {
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    if let Some(w) = width {
+        table.set_width(w);
+    }
+    table.set_header(vec![
+        "Project",
+        "Name",
+        "Started",
+        "Last activity",
+        "Models",
+        "Msgs",
+        "Tokens",
+        "Cost",
+        "Context now",
+        "Compactions",
+    ]);
+    let mut order: Vec<&crate::corpus::SessionSummary> = corpus.sessions.iter().collect();
+    order.sort_by(|a, b| a.row.last_activity.cmp(&b.row.last_activity).then_with(|| a.rel.cmp(&b.rel)));
+    for s in order {
+        let r = &s.row;
+        let inherited = r.totals.cost - r.own.cost;
+        let cost = if inherited.abs() > 1e-12 { format!("{} ({} own)", usd(r.totals.cost), usd(r.own.cost)) } else { usd(r.totals.cost) };
+        table.add_row(vec![
+            Cell::new(terminal_safe(&r.project)),
+            Cell::new(terminal_safe(r.name.as_deref().unwrap_or(""))),
+            Cell::new(r.started.as_deref().map_or("", |t| &t[..16.min(t.len())])),
+            Cell::new(r.last_activity.as_deref().map_or("", |t| &t[..16.min(t.len())])),
+            Cell::new(terminal_safe(&r.models.join(", "))),
+            Cell::new(r.messages).set_alignment(CellAlignment::Right),
+            Cell::new(tokens(r.totals.tokens())).set_alignment(CellAlignment::Right),
+            Cell::new(cost).set_alignment(CellAlignment::Right),
+            Cell::new(r.context_tokens.map_or_else(|| "unknown".into(), tokens)).set_alignment(CellAlignment::Right),
+            Cell::new(r.compactions).set_alignment(CellAlignment::Right),
+        ]);
+    }
+    writeln!(out, "{table}")?;
+    footer(out, corpus)
+}
+
+/// The corpus totals and the count of skipped files.
+pub fn footer(out: &mut impl Write, c: &Corpus) -> std::io::Result<()> {
+    let t = &c.totals;
+    writeln!(
+        out,
+        "{} sessions, {:.1} MB · tokens {} (input {}, output {}, cache read {}, cache write {}) · cost {}",
+        c.sessions.len(),
+        c.bytes as f64 / 1e6,
+        tokens(t.tokens()),
+        tokens(t.input),
+        tokens(t.output),
+        tokens(t.cache_read),
+        tokens(t.cache_write),
+        usd(t.cost),
+    )?;
+    if c.inherited_calls > 0 {
+        writeln!(
+            out,
+            "{} billed calls copied by forks counted once (summing files would say {} and {})",
+            c.inherited_calls,
+            tokens(c.naive_totals.tokens()),
+            usd(c.naive_totals.cost),
+        )?;
+    }
+    writeln!(out, "{} rejected, {} damaged, {} unreadable", c.rejected.len(), c.damaged(), c.issues.len())
+}

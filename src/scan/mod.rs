@@ -1,0 +1,120 @@
+//! Finding session files and getting their bytes.
+//!
+//! The root is a command-line path, else `PI_CODING_AGENT_SESSION_DIR`, else
+//! `~/.pi/agent/sessions`. Discovery is recursive, follows symlinks with loop detection,
+//! and reports what it cannot read instead of failing. Files are scheduled largest first
+//! so the big ones do not finish last on one core.
+
+pub mod source;
+
+use std::path::{Path, PathBuf};
+
+use crate::error::ScanIssue;
+
+/// The environment variable Pi uses for the sessions folder.
+pub const SESSION_DIR_ENV: &str = "PI_CODING_AGENT_SESSION_DIR";
+
+/// A session file found by the scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundFile {
+    /// Where to read it.
+    pub path: PathBuf,
+    /// Relative to the root it was found under, `/`-separated (a file given directly: its name).
+    pub rel: String,
+    pub size: u64,
+}
+
+/// What discovery found.
+#[derive(Debug, Clone, Default)]
+pub struct Discovery {
+    /// Files, largest first.
+    pub files: Vec<FoundFile>,
+    /// Folders or files that could not be read, symlink loops, missing roots.
+    pub issues: Vec<ScanIssue>,
+}
+
+/// The default sessions folder: `$PI_CODING_AGENT_SESSION_DIR`, else `~/.pi/agent/sessions`.
+pub fn default_root() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(SESSION_DIR_ENV).filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    std::env::home_dir().map(|h| h.join(".pi").join("agent").join("sessions"))
+}
+
+/// Find every `*.jsonl` file under the given roots (directories or files).
+pub fn discover(roots: &[PathBuf]) -> Discovery {
+    let mut d = Discovery::default();
+    for root in roots {
+        match std::fs::metadata(root) {
+            Err(e) => d.issues.push(ScanIssue::new(root, format!("cannot read: {e}"))),
+            Ok(m) if m.is_file() => {
+                let rel = root.file_name().map_or_else(|| root.display().to_string(), |n| n.to_string_lossy().into_owned());
+                d.files.push(FoundFile { path: root.clone(), rel, size: m.len() });
+            }
+            Ok(_) => walk(root, &mut d),
+        }
+    }
+    // Largest first; ties by path so the order is deterministic.
+    d.files.sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.rel.cmp(&b.rel)));
+    d
+}
+
+fn walk(root: &Path, d: &mut Discovery) {
+    for item in walkdir::WalkDir::new(root).follow_links(true).sort_by_file_name() {
+        match item {
+            Err(e) => {
+                let path = e.path().map_or_else(|| root.to_path_buf(), Path::to_path_buf);
+                let what = if e.loop_ancestor().is_some() { "symlink loop".to_string() } else { e.to_string() };
+                d.issues.push(ScanIssue::new(&path, what));
+            }
+            Ok(entry) => {
+                let ft = entry.file_type();
+                if !ft.is_file() || !entry.file_name().to_string_lossy().ends_with(".jsonl") {
+                    continue;
+                }
+                let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+                let rel = entry
+                    .path()
+                    .strip_prefix(root)
+                    .unwrap_or(entry.path())
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                d.files.push(FoundFile { path: entry.into_path(), rel, size });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_jsonl_recursively_largest_first_and_reports_missing_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("--proj--");
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::write(sub.join("a.jsonl"), "x").unwrap();
+        std::fs::write(sub.join("b.jsonl"), "xxxx").unwrap();
+        std::fs::write(sub.join("c.txt"), "xxxxxxxx").unwrap();
+        let d = discover(&[dir.path().to_path_buf(), dir.path().join("nope")]);
+        let rels: Vec<_> = d.files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(rels, ["--proj--/b.jsonl", "--proj--/a.jsonl"]);
+        assert_eq!(d.issues.len(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlink_loops_are_reported_not_followed_forever() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("s");
+        std::fs::create_dir(&sub).unwrap();
+        std::os::unix::fs::symlink(dir.path(), sub.join("loop")).unwrap();
+        std::fs::write(sub.join("a.jsonl"), "x").unwrap();
+        let d = discover(&[dir.path().to_path_buf()]);
+        assert_eq!(d.files.len(), 1);
+        assert!(d.issues.iter().any(|i| i.reason.contains("loop")));
+    }
+}

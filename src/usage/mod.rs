@@ -1,0 +1,424 @@
+//! What was billed: usage records from every source, Pi's session totals, and the
+//! fork-aware identity that lets a corpus count each billed call once.
+//!
+//! Pi's totals (`getSessionStats`, `getUsageCostBreakdown`) are JavaScript sums in file
+//! order: a missing field turns a sum into `NaN`, and pisa reproduces that bit for bit.
+//! The records themselves read a missing number as 0 and say which fields were missing.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use hashbrown::HashMap;
+
+use crate::js::{self, Jv};
+use crate::parse::entry::{Body, Role, Usage};
+use crate::tree::Tree;
+
+/// Where a billed usage was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `message.usage` of an assistant message.
+    Assistant,
+    /// `usage` of a `usage` entry.
+    Usage,
+    /// `message.usage` of a toolResult message.
+    Tool,
+    /// `usage` of a compaction entry.
+    Compaction,
+    /// `usage` of a branch_summary entry.
+    BranchSummary,
+}
+
+impl Source {
+    /// The name used in reports and exports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Assistant => "assistant",
+            Source::Usage => "usage",
+            Source::Tool => "tool",
+            Source::Compaction => "compaction",
+            Source::BranchSummary => "branch_summary",
+        }
+    }
+}
+
+/// Bits of [`UsageRecord::missing`]: which token or cost fields the file did not have.
+pub mod missing {
+    pub const INPUT: u16 = 1;
+    pub const OUTPUT: u16 = 2;
+    pub const CACHE_READ: u16 = 4;
+    pub const CACHE_WRITE: u16 = 8;
+    pub const TOTAL_TOKENS: u16 = 16;
+    pub const COST: u16 = 32;
+    pub const COST_TOTAL: u16 = 64;
+}
+
+/// One billed usage (one row of the usage frame).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageRecord {
+    /// Index of the entry in `getEntries()`.
+    pub entry: u32,
+    pub source: Source,
+    /// `kind` of a usage entry.
+    pub kind: Option<String>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub response_model: Option<String>,
+    pub api: Option<String>,
+    pub stop_reason: Option<String>,
+    pub thinking_level: Option<String>,
+    /// The entry's ISO timestamp.
+    pub timestamp: Option<String>,
+    /// The message's Unix-ms timestamp.
+    pub message_timestamp: Option<f64>,
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+    /// Part of `cache_write` (never added again).
+    pub cache_write_1h: Option<f64>,
+    /// Part of `output` (never added again).
+    pub reasoning: Option<f64>,
+    pub total_tokens: f64,
+    pub cost_input: f64,
+    pub cost_output: f64,
+    pub cost_cache_read: f64,
+    pub cost_cache_write: f64,
+    pub cost_total: f64,
+    /// [`missing`] bits.
+    pub missing: u16,
+    pub on_active_path: bool,
+    /// Identity of the billed call across files (SPEC §3).
+    #[serde(skip)]
+    pub identity: u128,
+    /// Another session, earlier in the corpus, holds the same billed call.
+    pub inherited: bool,
+}
+
+impl UsageRecord {
+    /// `input + output + cacheRead + cacheWrite`.
+    pub fn tokens(&self) -> f64 {
+        self.input + self.output + self.cache_read + self.cache_write
+    }
+}
+
+/// JavaScript sums as `createUsageTotals`/`addUsageToTotals` keep them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Totals {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+    pub cost: f64,
+}
+
+impl Totals {
+    /// `addUsageToTotals`; `Err` where Pi's `usage.cost.total` throws.
+    pub fn add(&mut self, u: &Usage) -> Result<(), &'static str> {
+        if !u.has_cost {
+            return Err("usage without a cost object (usage.cost.total throws)");
+        }
+        self.input += u.input;
+        self.output += u.output;
+        self.cache_read += u.cache_read;
+        self.cache_write += u.cache_write;
+        self.cost += u.cost_total;
+        Ok(())
+    }
+
+    /// Add a record (missing numbers as 0).
+    pub fn add_record(&mut self, r: &UsageRecord) {
+        self.input += r.input;
+        self.output += r.output;
+        self.cache_read += r.cache_read;
+        self.cache_write += r.cache_write;
+        self.cost += r.cost_total;
+    }
+
+    /// `input + output + cacheRead + cacheWrite`.
+    pub fn tokens(&self) -> f64 {
+        self.input + self.output + self.cache_read + self.cache_write
+    }
+
+    /// Associative merge of two sums.
+    pub fn merge(&mut self, o: &Totals) {
+        self.input += o.input;
+        self.output += o.output;
+        self.cache_read += o.cache_read;
+        self.cache_write += o.cache_write;
+        self.cost += o.cost;
+    }
+}
+
+/// `getSessionStats()` without the file and context fields.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    pub user_messages: u64,
+    pub assistant_messages: u64,
+    pub tool_calls: u64,
+    pub tool_results: u64,
+    pub total_messages: u64,
+    pub totals: Totals,
+}
+
+/// Per-source sums, as the oracle's `usageBySource` prints them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BySource {
+    pub assistant: Totals,
+    pub tool_result: Totals,
+    pub usage_entry: Totals,
+    pub compaction: Totals,
+    pub branch_summary: Totals,
+}
+
+/// One group of `getUsageCostBreakdown`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakdownRow {
+    pub key: String,
+    pub cost: f64,
+    pub tokens: f64,
+}
+
+/// Everything accounting computes for one session.
+#[derive(Debug, Clone, Default)]
+pub struct Accounting {
+    pub stats: Stats,
+    pub breakdown: Vec<BreakdownRow>,
+    /// `String(kind)` → (count, totals), in first-seen order.
+    pub by_kind: Vec<(String, u64, Totals)>,
+    pub by_source: BySource,
+    pub records: Vec<UsageRecord>,
+    /// Why Pi's code would throw computing these totals.
+    pub pi_error: Option<&'static str>,
+}
+
+/// The usage a `Tools/summaries` or model group is keyed by.
+const TOOLS_KEY: &str = "Tools/summaries";
+
+/// Account every entry of a session. `on_path[i]` says whether entry `i` is on the active path.
+pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
+    let mut acc = Accounting::default();
+    let mut group: HashMap<String, usize> = HashMap::new();
+    let mut groups: Vec<(String, Totals)> = Vec::new();
+    let mut kinds: HashMap<String, usize> = HashMap::new();
+    let mut err: Option<&'static str> = None;
+    let mut add_group = |key: String, u: &Usage, groups: &mut Vec<(String, Totals)>| {
+        let idx = *group.entry(key.clone()).or_insert_with(|| {
+            groups.push((key, Totals::default()));
+            groups.len() - 1
+        });
+        // Errors were already recorded by the stats pass over the same usage.
+        let _ = groups[idx].1.add(u);
+    };
+    for (i, e) in tree.entries.iter().enumerate() {
+        let i = i as u32;
+        let active = on_path.get(i as usize).copied().unwrap_or(false);
+        match &e.body {
+            Body::Usage(ue) => {
+                match &ue.usage {
+                    Some(u) if !ue.usage_not_object => {
+                        add_checked(&mut acc.stats.totals, u, &mut err);
+                        add_checked(&mut acc.by_source.usage_entry, u, &mut err);
+                        let k = js::js_string_of(&ue.kind).into_owned();
+                        let ki = *kinds.entry(k.clone()).or_insert_with(|| {
+                            acc.by_kind.push((k, 0, Totals::default()));
+                            acc.by_kind.len() - 1
+                        });
+                        acc.by_kind[ki].1 += 1;
+                        let _ = acc.by_kind[ki].2.add(u);
+                        let key = format!("{}/{}", js::js_string_of(&ue.provider), js::js_string_of(&ue.model));
+                        add_group(key, u, &mut groups);
+                        acc.records.push(record(e, i, Source::Usage, u, active, |r| {
+                            r.kind = ue.kind.as_ref().map(|k| js::js_string_of(&Some(k.clone())).into_owned());
+                            r.provider = opt_string(&ue.provider);
+                            r.model = opt_string(&ue.model);
+                        }));
+                    }
+                    _ => {
+                        err.get_or_insert("usage entry without a usage object");
+                    }
+                }
+            }
+            Body::BranchSummary(bs) => {
+                if bs.usage_not_object {
+                    err.get_or_insert("branch_summary usage is not an object");
+                }
+                if let Some(u) = &bs.usage {
+                    add_checked(&mut acc.stats.totals, u, &mut err);
+                    add_checked(&mut acc.by_source.branch_summary, u, &mut err);
+                    add_group(TOOLS_KEY.into(), u, &mut groups);
+                    acc.records.push(record(e, i, Source::BranchSummary, u, active, |_| {}));
+                }
+            }
+            Body::Compaction(c) => {
+                if c.usage_not_object {
+                    err.get_or_insert("compaction usage is not an object");
+                }
+                if let Some(u) = &c.usage {
+                    add_checked(&mut acc.stats.totals, u, &mut err);
+                    add_checked(&mut acc.by_source.compaction, u, &mut err);
+                    add_group(TOOLS_KEY.into(), u, &mut groups);
+                    acc.records.push(record(e, i, Source::Compaction, u, active, |_| {}));
+                }
+            }
+            Body::Message(m) => {
+                acc.stats.total_messages += 1;
+                if m.not_object && m.is_null {
+                    err.get_or_insert("message entry without a message object");
+                    continue;
+                }
+                match m.role {
+                    Role::User => acc.stats.user_messages += 1,
+                    Role::ToolResult => {
+                        acc.stats.tool_results += 1;
+                        if m.usage_truthy {
+                            match &m.usage {
+                                Some(u) => {
+                                    add_checked(&mut acc.stats.totals, u, &mut err);
+                                    add_checked(&mut acc.by_source.tool_result, u, &mut err);
+                                    add_group(TOOLS_KEY.into(), u, &mut groups);
+                                    acc.records.push(record(e, i, Source::Tool, u, active, |r| message_fields(r, m)));
+                                }
+                                None => {
+                                    err.get_or_insert("toolResult usage is not an object");
+                                }
+                            }
+                        }
+                    }
+                    Role::Assistant => {
+                        acc.stats.assistant_messages += 1;
+                        acc.stats.tool_calls += u64::from(m.tool_calls);
+                        if m.null_block {
+                            err.get_or_insert("assistant content holds a null block");
+                        }
+                        match &m.usage {
+                            Some(u) => {
+                                add_checked(&mut acc.stats.totals, u, &mut err);
+                                add_checked(&mut acc.by_source.assistant, u, &mut err);
+                                let model = match &m.response_model {
+                                    Some(v) if !v.is_null() => &m.response_model,
+                                    _ => &m.model,
+                                };
+                                let key = format!("{}/{}", js::js_string_of(&m.provider), js::js_string_of(model));
+                                add_group(key, u, &mut groups);
+                                acc.records.push(record(e, i, Source::Assistant, u, active, |r| message_fields(r, m)));
+                            }
+                            None => {
+                                err.get_or_insert("assistant message without a usage object");
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    acc.pi_error = err;
+    let mut breakdown: Vec<BreakdownRow> = groups
+        .into_iter()
+        .map(|(key, t)| BreakdownRow { key, cost: t.cost, tokens: t.tokens() })
+        .filter(|r| r.cost > 0.0 || r.tokens > 0.0)
+        .collect();
+    // Array#sort is stable; `b.cost - a.cost`, with NaN compared as equal.
+    breakdown.sort_by(|a, b| b.cost.partial_cmp(&a.cost).unwrap_or(std::cmp::Ordering::Equal));
+    acc.breakdown = breakdown;
+    acc
+}
+
+fn add_checked(t: &mut Totals, u: &Usage, err: &mut Option<&'static str>) {
+    if let Err(e) = t.add(u) {
+        err.get_or_insert(e);
+    }
+}
+
+fn opt_string(v: &Jv) -> Option<String> {
+    match v {
+        None | Some(serde_json::Value::Null) => None,
+        Some(_) => Some(js::js_string_of(v).into_owned()),
+    }
+}
+
+fn message_fields(r: &mut UsageRecord, m: &crate::parse::entry::Message) {
+    r.provider = opt_string(&m.provider);
+    r.model = opt_string(&m.model);
+    r.response_model = opt_string(&m.response_model);
+    r.api = m.api.as_deref().map(str::to_owned);
+    r.stop_reason = opt_string(&m.stop_reason);
+    r.thinking_level = m.thinking_level.as_deref().map(str::to_owned);
+    r.message_timestamp = m.timestamp_ms;
+}
+
+fn record(
+    e: &crate::parse::entry::Entry,
+    i: u32,
+    source: Source,
+    u: &Usage,
+    active: bool,
+    fill: impl FnOnce(&mut UsageRecord),
+) -> UsageRecord {
+    let mut miss = 0u16;
+    let mut z = |v: f64, bit: u16| {
+        if v.is_nan() {
+            miss |= bit;
+            0.0
+        } else {
+            v
+        }
+    };
+    let mut r = UsageRecord {
+        entry: i,
+        source,
+        kind: None,
+        provider: None,
+        model: None,
+        response_model: None,
+        api: None,
+        stop_reason: None,
+        thinking_level: None,
+        timestamp: e.timestamp.as_deref().map(str::to_owned),
+        message_timestamp: None,
+        input: z(u.input, missing::INPUT),
+        output: z(u.output, missing::OUTPUT),
+        cache_read: z(u.cache_read, missing::CACHE_READ),
+        cache_write: z(u.cache_write, missing::CACHE_WRITE),
+        cache_write_1h: (!u.cache_write_1h.is_nan()).then_some(u.cache_write_1h),
+        reasoning: (!u.reasoning.is_nan()).then_some(u.reasoning),
+        total_tokens: z(u.total_tokens, missing::TOTAL_TOKENS),
+        cost_input: if u.cost_input.is_nan() { 0.0 } else { u.cost_input },
+        cost_output: if u.cost_output.is_nan() { 0.0 } else { u.cost_output },
+        cost_cache_read: if u.cost_cache_read.is_nan() { 0.0 } else { u.cost_cache_read },
+        cost_cache_write: if u.cost_cache_write.is_nan() { 0.0 } else { u.cost_cache_write },
+        cost_total: z(u.cost_total, if u.has_cost { missing::COST_TOTAL } else { missing::COST }),
+        missing: 0,
+        on_active_path: active,
+        identity: 0,
+        inherited: false,
+    };
+    r.missing = miss;
+    fill(&mut r);
+    r.identity = identity(&r);
+    r
+}
+
+/// `(source, entry timestamp, message timestamp, provider, model, input, output, cacheRead,
+/// cacheWrite, cost.total)` hashed to 128 bits. The entry id is left out on purpose: a fork
+/// of a v1 file copies lines without ids, which the source only gets by migration.
+fn identity(r: &UsageRecord) -> u128 {
+    let mut parts = [0u64; 2];
+    for (salt, part) in parts.iter_mut().enumerate() {
+        let mut h = DefaultHasher::new();
+        salt.hash(&mut h);
+        r.source.hash(&mut h);
+        r.timestamp.hash(&mut h);
+        r.message_timestamp.map(f64::to_bits).hash(&mut h);
+        r.provider.hash(&mut h);
+        r.model.hash(&mut h);
+        for v in [r.input, r.output, r.cache_read, r.cache_write, r.cost_total] {
+            v.to_bits().hash(&mut h);
+        }
+        *part = h.finish();
+    }
+    (u128::from(parts[0]) << 64) | u128::from(parts[1])
+}
