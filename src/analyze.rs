@@ -14,7 +14,10 @@ use crate::usage::{self, Accounting};
 #[derive(Debug, Clone)]
 pub enum FileAnalysis {
     Session(Box<SessionAnalysis>),
-    Rejected { stats: LineStats, reason: RejectReason },
+    Rejected {
+        stats: LineStats,
+        reason: RejectReason,
+    },
 }
 
 /// Counts of `context_edit` entries (the oracle's `contextEdits`).
@@ -94,7 +97,10 @@ pub fn tally<'a>(names: impl Iterator<Item = &'a str>) -> Vec<(String, u64)> {
 pub fn analyze_bytes(bytes: &[u8], scratch: &mut Scratch) -> FileAnalysis {
     let parsed = parse_file(bytes, scratch);
     if let Some(reason) = parsed.reject.clone() {
-        return FileAnalysis::Rejected { stats: parsed.stats, reason };
+        return FileAnalysis::Rejected {
+            stats: parsed.stats,
+            reason,
+        };
     }
     let stats = parsed.stats.clone();
     let tree = Tree::build(parsed).expect("accepted files have a header");
@@ -115,7 +121,8 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
     };
     let proj = project::project(&tree, &path);
     let estimate = project::estimate(&tree, &proj, &branch);
-    let context_usage_tokens = project::context_usage_known(&tree, &proj, &branch).then_some(estimate.tokens);
+    let context_usage_tokens =
+        project::context_usage_known(&tree, &proj, &branch).then_some(estimate.tokens);
 
     let mut edits = EditCounts::default();
     for (i, e) in tree.entries.iter().enumerate() {
@@ -124,7 +131,11 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
             edits.on_path += u64::from(on_path[i]);
         }
     }
-    edits.in_context = proj.context.iter().filter(|&&i| tree.entries[i as usize].ty == EntryType::ContextEdit).count() as u64;
+    edits.in_context = proj
+        .context
+        .iter()
+        .filter(|&&i| tree.entries[i as usize].ty == EntryType::ContextEdit)
+        .count() as u64;
     for pe in &proj.entries {
         match pe.edit {
             Some(EditKind::Omitted) => edits.omitted += 1,
@@ -134,18 +145,37 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
     }
     edits.applied = edits.omitted + edits.replaced;
 
-    let latest = branch.entries.iter().rposition(|&b| tree.entries[b as usize].ty == EntryType::Compaction);
+    let latest = branch
+        .entries
+        .iter()
+        .rposition(|&b| tree.entries[b as usize].ty == EntryType::Compaction);
     let compactions = CompactionSummary {
-        total: tree.entries.iter().filter(|e| e.ty == EntryType::Compaction).count() as u64,
-        on_path: branch.entries.iter().filter(|&&b| tree.entries[b as usize].ty == EntryType::Compaction).count() as u64,
+        total: tree
+            .entries
+            .iter()
+            .filter(|e| e.ty == EntryType::Compaction)
+            .count() as u64,
+        on_path: branch
+            .entries
+            .iter()
+            .filter(|&&b| tree.entries[b as usize].ty == EntryType::Compaction)
+            .count() as u64,
         latest: latest.map(|p| branch.entries[p]),
         latest_first_kept_on_path: latest.is_some_and(|p| {
-            let Body::Compaction(c) = &tree.entries[branch.entries[p] as usize].body else { return false };
-            branch.entries[..p].iter().any(|&b| tree.entries[b as usize].id == c.first_kept)
+            let Body::Compaction(c) = &tree.entries[branch.entries[p] as usize].body else {
+                return false;
+            };
+            branch.entries[..p]
+                .iter()
+                .any(|&b| tree.entries[b as usize].id == c.first_kept)
         }),
     };
     let effects = project::compaction_effects(&tree, &branch);
-    let context_entry_types = tally(proj.context.iter().map(|&i| tree.entries[i as usize].ty.name()));
+    let context_entry_types = tally(
+        proj.context
+            .iter()
+            .map(|&i| tree.entries[i as usize].ty.name()),
+    );
     let projected_roles = tally(proj.messages.iter().map(|m| m.role.name()));
     let (first_activity_ms, last_activity_ms) = activity(&tree);
     let pi_error = tree
@@ -153,7 +183,9 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
         .or(accounting.pi_error)
         .or(name_err)
         .or(proj.pi_error)
-        .or(estimate.unknown.then_some("the context estimate reads a missing field (throws or NaN)"))
+        .or(estimate
+            .unknown
+            .then_some("the context estimate reads a missing field (throws or NaN)"))
         .or(effects
             .iter()
             .any(|e| e.estimated_tokens_after.is_some_and(|x| x.unknown))
@@ -186,7 +218,12 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
 
 /// First and last activity: entry timestamps and user/assistant message timestamps.
 fn activity(tree: &Tree) -> (Option<f64>, Option<f64>) {
-    let mut first: Option<f64> = tree.header.timestamp.as_ref().and_then(|t| t.as_str()).and_then(parse_iso_ms);
+    let mut first: Option<f64> = tree
+        .header
+        .timestamp
+        .as_ref()
+        .and_then(|t| t.as_str())
+        .and_then(parse_iso_ms);
     let mut last = first;
     for e in &tree.entries {
         let mut t = e.timestamp.as_deref().and_then(parse_iso_ms);
@@ -206,5 +243,7 @@ fn activity(tree: &Tree) -> (Option<f64>, Option<f64>) {
 
 /// Milliseconds since the epoch of an ISO 8601 timestamp.
 pub fn parse_iso_ms(s: &str) -> Option<f64> {
-    s.parse::<jiff::Timestamp>().ok().map(|t| t.as_millisecond() as f64)
+    s.parse::<jiff::Timestamp>()
+        .ok()
+        .map(|t| t.as_millisecond() as f64)
 }

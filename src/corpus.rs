@@ -125,7 +125,10 @@ pub fn analyze_files(files: &[FoundFile], progress: Option<Progress<'_>>) -> Cor
             out
         })
         .collect();
-    let mut corpus = Corpus { bytes: bytes.into_inner(), ..Default::default() };
+    let mut corpus = Corpus {
+        bytes: bytes.into_inner(),
+        ..Default::default()
+    };
     for o in outcomes {
         match o {
             Outcome::Session(s) => corpus.sessions.push(*s),
@@ -158,9 +161,22 @@ fn analyze_one(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
         }),
         FileAnalysis::Session(a) => {
             let json = rjson::session_json(&f.rel, &a);
-            let calls =
-                a.accounting.records.iter().map(|r| BilledCall { identity: r.identity, totals: record_totals(r) }).collect();
-            let started_ms = a.tree.header.timestamp.as_ref().and_then(|t| t.as_str()).and_then(crate::analyze::parse_iso_ms);
+            let calls = a
+                .accounting
+                .records
+                .iter()
+                .map(|r| BilledCall {
+                    identity: r.identity,
+                    totals: record_totals(r),
+                })
+                .collect();
+            let started_ms = a
+                .tree
+                .header
+                .timestamp
+                .as_ref()
+                .and_then(|t| t.as_str())
+                .and_then(crate::analyze::parse_iso_ms);
             let mut totals = Totals::default();
             for r in &a.accounting.records {
                 totals.add_record(r);
@@ -174,7 +190,11 @@ fn analyze_one(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
                 messages: a.accounting.stats.total_messages,
                 totals,
                 own: Totals::default(),
-                context_tokens: if a.estimate.unknown { None } else { a.context_usage_tokens },
+                context_tokens: if a.estimate.unknown {
+                    None
+                } else {
+                    a.context_usage_tokens
+                },
                 compactions: a.compactions.total,
             };
             Outcome::Session(Box::new(SessionSummary {
@@ -207,7 +227,8 @@ impl Corpus {
             let (sa, sb) = (&self.sessions[a], &self.sessions[b]);
             let ta = sa.started_ms.unwrap_or(f64::INFINITY);
             let tb = sb.started_ms.unwrap_or(f64::INFINITY);
-            ta.total_cmp(&tb).then_with(|| js::cmp_utf16(&sa.rel, &sb.rel))
+            ta.total_cmp(&tb)
+                .then_with(|| js::cmp_utf16(&sa.rel, &sb.rel))
         });
         let mut seen: HashSet<u128> = HashSet::new();
         for &i in &order {
@@ -227,11 +248,19 @@ impl Corpus {
             self.naive_totals.merge(&s.row.totals);
             self.inherited_calls += inherited;
             self.calls += s.calls.len() as u64;
-            s.json.insert("own".into(), own_json(&own, s.calls.len() as u64, inherited));
+            s.json.insert(
+                "own".into(),
+                own_json(&own, s.calls.len() as u64, inherited),
+            );
         }
         // parentInCorpus: a scanned file whose name equals that of parentSession (last wins).
         let mut by_name: HashMap<String, String> = HashMap::new();
-        let mut names: Vec<&str> = self.sessions.iter().map(|s| s.rel.as_str()).chain(self.rejected.iter().map(|r| r.rel.as_str())).collect();
+        let mut names: Vec<&str> = self
+            .sessions
+            .iter()
+            .map(|s| s.rel.as_str())
+            .chain(self.rejected.iter().map(|r| r.rel.as_str()))
+            .collect();
         names.sort_by(|a, b| js::cmp_utf16(a, b));
         for rel in names {
             by_name.insert(base_name(rel).to_string(), rel.to_string());
@@ -242,7 +271,9 @@ impl Corpus {
                 Some(p) if !js::js_truthy(&Some(p.clone())) => Value::Null,
                 Some(p) => {
                     let text = js::js_string_of(&Some(p.clone())).into_owned();
-                    by_name.get(base_name(&text)).map_or(Value::Null, |r| Value::String(r.clone()))
+                    by_name
+                        .get(base_name(&text))
+                        .map_or(Value::Null, |r| Value::String(r.clone()))
                 }
             };
             s.json.insert("parentInCorpus".into(), parent);

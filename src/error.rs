@@ -30,6 +30,9 @@ pub struct ScanIssue {
 impl ScanIssue {
     /// A new issue for `path`.
     pub fn new(path: &Path, reason: impl Into<String>) -> ScanIssue {
-        ScanIssue { path: path.to_path_buf(), reason: reason.into() }
+        ScanIssue {
+            path: path.to_path_buf(),
+            reason: reason.into(),
+        }
     }
 }

@@ -24,7 +24,9 @@ fn main() -> ExitCode {
     };
     if let Some(n) = cli.threads {
         // Only fails when a pool exists already, which cannot happen this early.
-        let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build_global();
     }
     let result = match cli.command {
         Command::Sessions(args) => sessions(args),
@@ -33,7 +35,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            if e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            {
                 return ExitCode::SUCCESS;
             }
             eprintln!("pisa: {e:#}");
@@ -51,12 +55,22 @@ fn roots(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
     if default.exists() {
         return Ok(vec![default]);
     }
-    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets").join("sample");
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets")
+        .join("sample");
     if sample.exists() {
-        eprintln!("pisa: no sessions at {}; showing the bundled sample {}", default.display(), sample.display());
+        eprintln!(
+            "pisa: no sessions at {}; showing the bundled sample {}",
+            default.display(),
+            sample.display()
+        );
         return Ok(vec![sample]);
     }
-    bail!("no sessions folder at {} (set {} or give a path)", default.display(), pisa::scan::SESSION_DIR_ENV)
+    bail!(
+        "no sessions folder at {} (set {} or give a path)",
+        default.display(),
+        pisa::scan::SESSION_DIR_ENV
+    )
 }
 
 fn scan_with_progress(roots: &[PathBuf], show: bool) -> Corpus {
@@ -65,8 +79,10 @@ fn scan_with_progress(roots: &[PathBuf], show: bool) -> Corpus {
     let bar = (show && std::io::stderr().is_terminal() && total > 64 << 20).then(|| {
         let b = indicatif::ProgressBar::new(total);
         b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} {bar:30} {bytes_per_sec} eta {eta}")
-                .expect("valid template"),
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {bytes}/{total_bytes} {bar:30} {bytes_per_sec} eta {eta}",
+            )
+            .expect("valid template"),
         );
         b
     });
@@ -95,7 +111,9 @@ fn sessions(args: SessionsArgs) -> Result<ExitCode> {
         }
         for s in corpus.sessions.iter().filter(|s| s.damaged) {
             let d = s.json.get("damage");
-            let first = d.and_then(|d| d.get("firstDamage")).filter(|f| !f.is_null());
+            let first = d
+                .and_then(|d| d.get("firstDamage"))
+                .filter(|f| !f.is_null());
             match first {
                 Some(f) => eprintln!(
                     "pisa: damaged {}: line {} (byte {}): {}",
@@ -104,7 +122,10 @@ fn sessions(args: SessionsArgs) -> Result<ExitCode> {
                     f["offset"],
                     f["reason"].as_str().unwrap_or("")
                 ),
-                None => eprintln!("pisa: damaged {}: parent loop cut on the active path", s.path.display()),
+                None => eprintln!(
+                    "pisa: damaged {}: parent loop cut on the active path",
+                    s.path.display()
+                ),
             }
         }
     }
@@ -113,18 +134,27 @@ fn sessions(args: SessionsArgs) -> Result<ExitCode> {
     if args.json {
         report::sessions_document(&mut out, &corpus)?;
     } else {
-        let width = if std::io::stdout().is_terminal() { None } else { Some(200) };
+        let width = if std::io::stdout().is_terminal() {
+            None
+        } else {
+            Some(200)
+        };
         report::table::sessions(&mut out, &corpus, width)?;
     }
     out.flush()?;
     if corpus.sessions.is_empty() && corpus.rejected.is_empty() && !corpus.issues.is_empty() {
         return Ok(ExitCode::from(1));
     }
-    Ok(if corpus.skipped_anything() { ExitCode::from(2) } else { ExitCode::SUCCESS })
+    Ok(if corpus.skipped_anything() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn inspect(args: InspectArgs) -> Result<ExitCode> {
-    let bytes = std::fs::read(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+    let bytes = std::fs::read(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
     let mut scratch = pisa::parse::Scratch::default();
     let rel = args.file.display().to_string();
     let stdout = std::io::stdout();
@@ -132,7 +162,10 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
     let code = match pisa::analyze::analyze_bytes(&bytes, &mut scratch) {
         pisa::analyze::FileAnalysis::Rejected { stats, reason } => {
             if args.json {
-                serde_json::to_writer_pretty(&mut out, &report::json::rejected_json(&rel, &stats, &reason))?;
+                serde_json::to_writer_pretty(
+                    &mut out,
+                    &report::json::rejected_json(&rel, &stats, &reason),
+                )?;
                 writeln!(out)?;
             } else {
                 writeln!(out, "{}: {}", report::terminal_safe(&rel), reason.message())?;
@@ -146,7 +179,11 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
             } else {
                 report::inspect::render(&mut out, &rel, &a)?;
             }
-            if a.is_damaged() { ExitCode::from(2) } else { ExitCode::SUCCESS }
+            if a.is_damaged() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            }
         }
     };
     out.flush()?;

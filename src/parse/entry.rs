@@ -40,7 +40,7 @@ pub enum NonObject {
 
 impl EntryType {
     /// From the `type` string.
-    pub fn from_str(s: &str) -> EntryType {
+    pub fn from_name(s: &str) -> EntryType {
         match s {
             "session" => EntryType::Session,
             "message" => EntryType::Message,
@@ -202,7 +202,7 @@ pub enum Role {
 
 impl Role {
     /// From the role string.
-    pub fn from_str(s: &str) -> Role {
+    pub fn from_name(s: &str) -> Role {
         match s {
             "system" => Role::System,
             "user" => Role::User,

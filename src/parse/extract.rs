@@ -87,7 +87,10 @@ fn str_chars(v: Option<V<'_, '_>>) -> Chars {
 /// Reduce message content to the counts of `estimateTokens` and `contentText`.
 pub fn content_chars(v: Option<V<'_, '_>>, lone: bool) -> ContentChars {
     let Some(v) = v else {
-        return ContentChars { nullish: true, ..Default::default() };
+        return ContentChars {
+            nullish: true,
+            ..Default::default()
+        };
     };
     match node(v) {
         Node::String(s) => {
@@ -101,7 +104,10 @@ pub fn content_chars(v: Option<V<'_, '_>>, lone: bool) -> ContentChars {
                 is_string: true,
             }
         }
-        Node::Static(StaticNode::Null) => ContentChars { nullish: true, ..Default::default() },
+        Node::Static(StaticNode::Null) => ContentChars {
+            nullish: true,
+            ..Default::default()
+        },
         Node::Array { .. } => {
             let arr = v.as_array().expect("array node");
             let mut content = Some(0u64);
@@ -163,7 +169,13 @@ pub fn content_chars(v: Option<V<'_, '_>>, lone: bool) -> ContentChars {
                 }
             }
             let text = text.map(|t| t + text_blocks.saturating_sub(1));
-            ContentChars { as_content: content, as_assistant: assistant, text_len: text, nullish: false, is_string: false }
+            ContentChars {
+                as_content: content,
+                as_assistant: assistant,
+                text_len: text,
+                nullish: false,
+                is_string: false,
+            }
         }
         // Numbers, booleans and objects are not iterable: Pi's loops throw.
         _ => ContentChars::default(),
@@ -223,11 +235,17 @@ pub fn usage_of(v: V<'_, '_>) -> Option<Usage> {
 /// Read a message object (also used for a compaction's `systemMessage`).
 pub fn message_of(v: V<'_, '_>, lone: bool) -> Message {
     let Some(obj) = v.as_object() else {
-        return Message { not_object: true, is_null: is_null(v), ..Default::default() };
+        return Message {
+            not_object: true,
+            is_null: is_null(v),
+            ..Default::default()
+        };
     };
     let mut m = Message::default();
-    let (mut role, mut content, mut usage, mut command, mut output, mut summary) = (None, None, None, None, None, None);
-    let (mut sections, mut tools_added, mut tools_removed, mut timestamp) = (None, None, None, None);
+    let (mut role, mut content, mut usage, mut command, mut output, mut summary) =
+        (None, None, None, None, None, None);
+    let (mut sections, mut tools_added, mut tools_removed, mut timestamp) =
+        (None, None, None, None);
     for (k, val) in obj.iter() {
         match k {
             "role" => role = Some(val),
@@ -252,7 +270,7 @@ pub fn message_of(v: V<'_, '_>, lone: bool) -> Message {
     m.role = match role {
         None => Role::Missing,
         Some(r) => match as_str(r) {
-            Some(s) => Role::from_str(s),
+            Some(s) => Role::from_name(s),
             None => Role::NonString(js::js_string_of(&Some(js::to_json(r))).into()),
         },
     };
@@ -274,12 +292,21 @@ pub fn message_of(v: V<'_, '_>, lone: bool) -> Message {
         m.usage_truthy = truthy(u);
     }
     m.own_chars = match m.role {
-        Role::BashExecution => str_chars(command).zip(str_chars(output)).map(|(a, b)| a + b),
+        Role::BashExecution => str_chars(command)
+            .zip(str_chars(output))
+            .map(|(a, b)| a + b),
         Role::BranchSummary | Role::CompactionSummary => str_chars(summary),
         _ => None,
     };
     if m.role == Role::System {
-        m.system = Some(Box::new(system_info(&m.content, sections, tools_added, tools_removed, timestamp, lone)));
+        m.system = Some(Box::new(system_info(
+            &m.content,
+            sections,
+            tools_added,
+            tools_removed,
+            timestamp,
+            lone,
+        )));
     }
     m
 }
@@ -294,7 +321,11 @@ fn system_info(
 ) -> SystemInfo {
     let mut info = SystemInfo::default();
     // Pi normalises a null system content to "" before estimating.
-    let mut chars = if content.nullish { Some(0) } else { content.as_content };
+    let mut chars = if content.nullish {
+        Some(0)
+    } else {
+        content.as_content
+    };
     if let Some(obj) = sections.and_then(|s| s.as_object()) {
         for (name, val) in obj.iter() {
             if is_null(val) {
@@ -311,7 +342,10 @@ fn system_info(
     if let Some(t) = tools_added.filter(|t| truthy(*t)) {
         chars = chars.map(|c| c + js::stringify_len(t, lone));
     }
-    let mut ctx = LineCtx { lone_marker: lone, unique_base: u32::MAX / 2 };
+    let mut ctx = LineCtx {
+        lone_marker: lone,
+        unique_base: u32::MAX / 2,
+    };
     if let Some(arr) = tools_added.and_then(|t| t.as_array()) {
         for tool in arr.iter() {
             let name = key_of(tool.get("name"), &mut ctx);
@@ -383,7 +417,7 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
         }
     }
     e.ty = match f.ty.and_then(as_str) {
-        Some(s) => EntryType::from_str(s),
+        Some(s) => EntryType::from_name(s),
         None => EntryType::NoType,
     };
     e.id = key_of(f.id, ctx);
@@ -409,7 +443,11 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
         })),
         EntryType::Message => match f.message {
             Some(m) => Body::Message(Box::new(message_of(m, lone))),
-            None => Body::Message(Box::new(Message { not_object: true, is_null: true, ..Default::default() })),
+            None => Body::Message(Box::new(Message {
+                not_object: true,
+                is_null: true,
+                ..Default::default()
+            })),
         },
         EntryType::Compaction => {
             let (u, bad) = usage(f.usage);
@@ -420,7 +458,10 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
                 tokens_before: jv(f.tokens_before),
                 usage: u,
                 usage_not_object: bad,
-                system_message: f.system_message.filter(|s| truthy(*s)).map(|s| Box::new(message_of(s, lone))),
+                system_message: f
+                    .system_message
+                    .filter(|s| truthy(*s))
+                    .map(|s| Box::new(message_of(s, lone))),
             }))
         }
         EntryType::BranchSummary => {
@@ -439,7 +480,11 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
                 Some(r) if is_null(r) => Replacement::Null,
                 Some(r) => match r.as_object() {
                     Some(o) => {
-                        let content = o.iter().filter(|(k, _)| *k == "content").map(|(_, v)| v).last();
+                        let content = o
+                            .iter()
+                            .filter(|(k, _)| *k == "content")
+                            .map(|(_, v)| v)
+                            .last();
                         Replacement::Content(content_chars(content, lone))
                     }
                     // A scalar replacement: `replacement.content` is undefined.
@@ -454,13 +499,22 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
             usage: f.usage.and_then(usage_of),
             usage_not_object: f.usage.is_none_or(|u| u.as_object().is_none()),
         })),
-        EntryType::ModelChange => Body::ModelChange(Box::new(ModelChange { provider: jv(f.provider), model_id: jv(f.model_id) })),
+        EntryType::ModelChange => Body::ModelChange(Box::new(ModelChange {
+            provider: jv(f.provider),
+            model_id: jv(f.model_id),
+        })),
         EntryType::ThinkingLevelChange => Body::ThinkingLevel(jv(f.thinking_level)),
         EntryType::CustomMessage => Body::CustomMessage(Box::new(CustomMessage {
             // createCustomMessage(entry.content ?? [])
             content: match f.content {
                 Some(c) if !is_null(c) => content_chars(Some(c), lone),
-                _ => ContentChars { as_content: Some(0), as_assistant: Some(0), text_len: Some(0), nullish: false, is_string: false },
+                _ => ContentChars {
+                    as_content: Some(0),
+                    as_assistant: Some(0),
+                    text_len: Some(0),
+                    nullish: false,
+                    is_string: false,
+                },
             },
         })),
         EntryType::SessionInfo => Body::SessionInfo(jv(f.name)),

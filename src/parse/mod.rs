@@ -47,7 +47,9 @@ impl RejectReason {
             RejectReason::EmptyFile => "empty file".into(),
             RejectReason::NoParsableEntries => "no line parses as JSON".into(),
             RejectReason::FirstEntryNotSessionHeader { found, offset } => {
-                format!("not a Pi session: first entry (byte {offset}) is {found}, not a session header with a string id")
+                format!(
+                    "not a Pi session: first entry (byte {offset}) is {found}, not a session header with a string id"
+                )
             }
         }
     }
@@ -125,7 +127,9 @@ pub struct Scratch {
 
 impl std::fmt::Debug for Scratch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scratch").field("line_capacity", &self.line.capacity()).finish_non_exhaustive()
+        f.debug_struct("Scratch")
+            .field("line_capacity", &self.line.capacity())
+            .finish_non_exhaustive()
     }
 }
 
@@ -150,8 +154,20 @@ enum LineOutcome {
 
 impl Scratch {
     /// Parse `bytes` as one JSON document and turn it into an entry.
-    fn parse_line(&mut self, bytes: &[u8], line: u32, offset: u64, lone: bool) -> Result<LineOutcome, ()> {
-        let Scratch { line: buf, buffers, tape, unique, .. } = self;
+    fn parse_line(
+        &mut self,
+        bytes: &[u8],
+        line: u32,
+        offset: u64,
+        lone: bool,
+    ) -> Result<LineOutcome, ()> {
+        let Scratch {
+            line: buf,
+            buffers,
+            tape,
+            unique,
+            ..
+        } = self;
         buf.clear();
         buf.extend_from_slice(bytes);
         let len = buf.len();
@@ -163,7 +179,10 @@ impl Scratch {
                 if extract::is_falsy_root(root) {
                     Ok(LineOutcome::Falsy)
                 } else {
-                    let mut ctx = LineCtx { lone_marker: lone, unique_base: *unique };
+                    let mut ctx = LineCtx {
+                        lone_marker: lone,
+                        unique_base: *unique,
+                    };
                     let e = extract::entry_of(root, line, offset, &mut ctx);
                     *unique = ctx.unique_base;
                     Ok(LineOutcome::Entry(Box::new(e)))
@@ -176,7 +195,13 @@ impl Scratch {
     }
 
     /// Parse a line, repairing it first when simd-json rejects what `JSON.parse` accepts.
-    fn parse_js_line(&mut self, bytes: &[u8], line: u32, offset: u64, stats: &mut LineStats) -> LineOutcome {
+    fn parse_js_line(
+        &mut self,
+        bytes: &[u8],
+        line: u32,
+        offset: u64,
+        stats: &mut LineStats,
+    ) -> LineOutcome {
         if let Ok(outcome) = self.parse_line(bytes, line, offset, false) {
             return outcome;
         }
@@ -239,7 +264,11 @@ pub fn parse_file(bytes: &[u8], scratch: &mut Scratch) -> ParsedFile {
                         } else {
                             "not valid JSON".to_string()
                         };
-                        stats.first_damage = Some(Damage { line: u64::from(line_no) + 1, offset: start as u64, reason });
+                        stats.first_damage = Some(Damage {
+                            line: u64::from(line_no) + 1,
+                            offset: start as u64,
+                            reason,
+                        });
                     }
                 }
             }
@@ -251,7 +280,10 @@ pub fn parse_file(bytes: &[u8], scratch: &mut Scratch) -> ParsedFile {
         None => Some(RejectReason::NoParsableEntries),
         Some(first) => match &first.body {
             Body::Header(h) if h.id.is_some() => None,
-            _ => Some(RejectReason::FirstEntryNotSessionHeader { found: describe(first), offset: first.offset }),
+            _ => Some(RejectReason::FirstEntryNotSessionHeader {
+                found: describe(first),
+                offset: first.offset,
+            }),
         },
     };
     if out.reject.is_some() {
@@ -280,7 +312,9 @@ mod tests {
 
     #[test]
     fn header_blank_malformed_and_pending_tail() {
-        let text = format!("{H}\n\n  \n{{bad\n{{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null}}\r\n{{\"type\":\"cus");
+        let text = format!(
+            "{H}\n\n  \n{{bad\n{{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null}}\r\n{{\"type\":\"cus"
+        );
         let p = parse(text.as_bytes());
         assert!(p.reject.is_none());
         assert_eq!(p.entries.len(), 2);
@@ -304,12 +338,24 @@ mod tests {
     #[test]
     fn rejections() {
         assert_eq!(parse(b"").reject, Some(RejectReason::EmptyFile));
-        assert_eq!(parse(b"\n \nnot json\n").reject, Some(RejectReason::NoParsableEntries));
-        assert_eq!(parse(b"null\n0\n").reject, Some(RejectReason::NoParsableEntries));
+        assert_eq!(
+            parse(b"\n \nnot json\n").reject,
+            Some(RejectReason::NoParsableEntries)
+        );
+        assert_eq!(
+            parse(b"null\n0\n").reject,
+            Some(RejectReason::NoParsableEntries)
+        );
         let bom = format!("\u{feff}{H}\n{{\"type\":\"custom\"}}\n");
-        assert_eq!(parse(bom.as_bytes()).reject.unwrap().code(), "first_entry_not_session_header");
+        assert_eq!(
+            parse(bom.as_bytes()).reject.unwrap().code(),
+            "first_entry_not_session_header"
+        );
         let no_id = "{\"type\":\"session\",\"id\":5}\n";
-        assert_eq!(parse(no_id.as_bytes()).reject.unwrap().code(), "first_entry_not_session_header");
+        assert_eq!(
+            parse(no_id.as_bytes()).reject.unwrap().code(),
+            "first_entry_not_session_header"
+        );
         // A BOM-only line is blank to String#trim.
         let bom_line = format!("\u{feff}\n{H}\n");
         assert!(parse(bom_line.as_bytes()).reject.is_none());
@@ -321,7 +367,10 @@ mod tests {
         let p = parse(text.as_bytes());
         assert_eq!(p.stats.dropped_values, 4);
         assert_eq!(p.entries.len(), 5);
-        let names: Vec<_> = p.entries[1..].iter().map(|e| e.ty.name().to_string()).collect();
+        let names: Vec<_> = p.entries[1..]
+            .iter()
+            .map(|e| e.ty.name().to_string())
+            .collect();
         assert_eq!(names, ["(number)", "(array)", "(string)", "(boolean)"]);
     }
 

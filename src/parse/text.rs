@@ -53,7 +53,11 @@ pub fn repair_line(line: &[u8], out: &mut Vec<u8>) -> Repair {
         };
         match unit {
             0xD800..=0xDBFF => {
-                let low = if b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u') { hex4(b, i + 8) } else { None };
+                let low = if b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u') {
+                    hex4(b, i + 8)
+                } else {
+                    None
+                };
                 if low.is_some_and(|l| (0xDC00..=0xDFFF).contains(&l)) {
                     out.extend_from_slice(&b[i..i + 12]);
                     i += 12;

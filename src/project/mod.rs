@@ -74,11 +74,17 @@ pub struct Estimate {
 /// `buildContextEntries` over a path.
 pub fn context_entries(tree: &Tree, path: &Path) -> Vec<u32> {
     let p = &path.entries;
-    let Some(comp_pos) = p.iter().rposition(|&i| tree.entries[i as usize].ty == EntryType::Compaction) else {
+    let Some(comp_pos) = p
+        .iter()
+        .rposition(|&i| tree.entries[i as usize].ty == EntryType::Compaction)
+    else {
         return p.clone();
     };
     let comp = &tree.entries[p[comp_pos] as usize];
-    let Some(comp_idx) = p.iter().position(|&i| tree.entries[i as usize].id == comp.id) else {
+    let Some(comp_idx) = p
+        .iter()
+        .position(|&i| tree.entries[i as usize].id == comp.id)
+    else {
         return p.clone();
     };
     let first_kept = match &comp.body {
@@ -117,7 +123,11 @@ fn content_tokens(role: &Role, content: &ContentChars, normalize_null: bool) -> 
                 quarter(content.as_content)
             }
         }
-        Role::Custom => quarter(if content.nullish { None } else { content.as_content }),
+        Role::Custom => quarter(if content.nullish {
+            None
+        } else {
+            content.as_content
+        }),
         Role::Assistant => {
             if nullish_zero {
                 Some(0)
@@ -131,9 +141,19 @@ fn content_tokens(role: &Role, content: &ContentChars, normalize_null: bool) -> 
 
 /// The projected message of a `message` entry (or compaction `systemMessage`) with an
 /// optional replacement content.
-fn project_message(m: &Message, repl: Option<&ContentChars>, sys: SysRef, from_entry: bool) -> ProjectedMessage {
+fn project_message(
+    m: &Message,
+    repl: Option<&ContentChars>,
+    sys: SysRef,
+    from_entry: bool,
+) -> ProjectedMessage {
     if m.not_object {
-        return ProjectedMessage { role: Role::Missing, tokens: Some(0), usage_tokens: None, system: None };
+        return ProjectedMessage {
+            role: Role::Missing,
+            tokens: Some(0),
+            usage_tokens: None,
+            system: None,
+        };
     }
     let role = m.role.clone();
     let tokens = match (&role, repl) {
@@ -141,14 +161,22 @@ fn project_message(m: &Message, repl: Option<&ContentChars>, sys: SysRef, from_e
             if c.nullish {
                 None
             } else if matches!(role, Role::Assistant) {
-                quarter(if c.is_string { c.as_content } else { c.as_assistant })
+                quarter(if c.is_string {
+                    c.as_content
+                } else {
+                    c.as_assistant
+                })
             } else {
                 quarter(c.as_content)
             }
         }
         (Role::System, _) => quarter(m.system.as_ref().and_then(|s| s.own_chars)),
-        (Role::User | Role::Assistant | Role::ToolResult | Role::Custom, None) => content_tokens(&role, &m.content, from_entry),
-        (Role::BashExecution | Role::BranchSummary | Role::CompactionSummary, _) => quarter(m.own_chars),
+        (Role::User | Role::Assistant | Role::ToolResult | Role::Custom, None) => {
+            content_tokens(&role, &m.content, from_entry)
+        }
+        (Role::BashExecution | Role::BranchSummary | Role::CompactionSummary, _) => {
+            quarter(m.own_chars)
+        }
         _ => Some(0),
     };
     let usage_tokens = (role == Role::Assistant && m.has_usage_key)
@@ -163,7 +191,12 @@ fn project_message(m: &Message, repl: Option<&ContentChars>, sys: SysRef, from_e
         })
         .flatten();
     let system = (role == Role::System).then_some(sys);
-    ProjectedMessage { role, tokens, usage_tokens, system }
+    ProjectedMessage {
+        role,
+        tokens,
+        usage_tokens,
+        system,
+    }
 }
 
 /// `buildSessionProjection(entries, leafId, byId)`: `path` is `buildSessionPath` for that leaf.
@@ -176,27 +209,39 @@ pub fn project(tree: &Tree, path: &Path) -> Projection {
             edits.insert(&ce.target, i);
         }
     }
-    let mut proj = Projection { thinking_level, model, ..Default::default() };
+    let mut proj = Projection {
+        thinking_level,
+        model,
+        ..Default::default()
+    };
     for (k, &i) in context.iter().enumerate() {
         let e = &tree.entries[i as usize];
         let start = proj.messages.len();
         let mut edit_kind = None;
         let older_compaction = e.ty == EntryType::Compaction && k > 0;
         if !older_compaction {
-            let edit = edits.get(&e.id).map(|&ei| match &tree.entries[ei as usize].body {
-                Body::ContextEdit(ce) => &ce.replacement,
-                _ => unreachable!("edits holds context_edit entries"),
-            });
+            let edit = edits
+                .get(&e.id)
+                .map(|&ei| match &tree.entries[ei as usize].body {
+                    Body::ContextEdit(ce) => &ce.replacement,
+                    _ => unreachable!("edits holds context_edit entries"),
+                });
             let repl = match edit {
                 None => None,
                 Some(Replacement::Null) => {
                     edit_kind = Some(EditKind::Omitted);
-                    proj.entries.push(ProjectedEntry { entry: i, messages: start..start, edit: edit_kind });
+                    proj.entries.push(ProjectedEntry {
+                        entry: i,
+                        messages: start..start,
+                        edit: edit_kind,
+                    });
                     continue;
                 }
                 Some(Replacement::Absent) => {
                     edit_kind = Some(EditKind::Replaced);
-                    proj.pi_error.get_or_insert("context_edit without replacement (replacement.content throws)");
+                    proj.pi_error.get_or_insert(
+                        "context_edit without replacement (replacement.content throws)",
+                    );
                     None
                 }
                 Some(Replacement::Content(c)) => {
@@ -207,7 +252,11 @@ pub fn project(tree: &Tree, path: &Path) -> Projection {
             push_entry_messages(tree, i, repl, &mut proj);
         }
         let end = proj.messages.len();
-        proj.entries.push(ProjectedEntry { entry: i, messages: start..end, edit: edit_kind });
+        proj.entries.push(ProjectedEntry {
+            entry: i,
+            messages: start..end,
+            edit: edit_kind,
+        });
     }
     proj.context = context;
     proj
@@ -218,14 +267,25 @@ fn push_entry_messages(tree: &Tree, i: u32, repl: Option<&ContentChars>, proj: &
     match &e.body {
         Body::Message(m) => {
             if m.not_object && m.is_null {
-                proj.pi_error.get_or_insert("message entry without a message object");
+                proj.pi_error
+                    .get_or_insert("message entry without a message object");
             }
-            proj.messages.push(project_message(m, repl, SysRef::Entry(i), true));
+            proj.messages
+                .push(project_message(m, repl, SysRef::Entry(i), true));
         }
         Body::CustomMessage(cm) => {
             let content = repl.unwrap_or(&cm.content);
-            let tokens = if content.nullish { None } else { quarter(content.as_content) };
-            proj.messages.push(ProjectedMessage { role: Role::Custom, tokens, usage_tokens: None, system: None });
+            let tokens = if content.nullish {
+                None
+            } else {
+                quarter(content.as_content)
+            };
+            proj.messages.push(ProjectedMessage {
+                role: Role::Custom,
+                tokens,
+                usage_tokens: None,
+                system: None,
+            });
         }
         Body::BranchSummary(bs) if bs.has_summary => {
             proj.messages.push(ProjectedMessage {
@@ -237,7 +297,8 @@ fn push_entry_messages(tree: &Tree, i: u32, repl: Option<&ContentChars>, proj: &
         }
         Body::Compaction(c) => {
             if let Some(sm) = &c.system_message {
-                proj.messages.push(project_message(sm, None, SysRef::Compaction(i), false));
+                proj.messages
+                    .push(project_message(sm, None, SysRef::Compaction(i), false));
             }
             proj.messages.push(ProjectedMessage {
                 role: Role::CompactionSummary,
@@ -286,7 +347,10 @@ fn replayed_system_tokens(tree: &Tree, proj: &Projection) -> Option<u64> {
                 _ => None,
             },
             SysRef::Compaction(i) => match &tree.entries[i as usize].body {
-                Body::Compaction(c) => c.system_message.as_ref().and_then(|msg| msg.content.text_len),
+                Body::Compaction(c) => c
+                    .system_message
+                    .as_ref()
+                    .and_then(|msg| msg.content.text_len),
                 _ => None,
             },
         }?;
@@ -330,13 +394,26 @@ pub fn estimate(tree: &Tree, proj: &Projection, branch: &Path) -> Estimate {
         // estimateContextTokens with usage: the usage plus chars/4 of what follows.
         let usage_tokens = msgs[idx].usage_tokens.unwrap_or(0.0);
         let trailing: Option<u64> = msgs[idx + 1..].iter().map(|m| m.tokens).sum();
-        let usage_entry = proj.entries.iter().find(|pe| idx < pe.messages.end).map(|pe| pe.entry);
-        let usage_id = usage_entry.map(|i| &tree.entries[i as usize].id).filter(|k| k.truthy());
-        let usage_pos = usage_id.and_then(|id| branch.entries.iter().position(|&b| tree.entries[b as usize].id == *id));
-        let invalidating = branch
+        let usage_entry = proj
             .entries
             .iter()
-            .rposition(|&b| matches!(tree.entries[b as usize].ty, EntryType::ContextEdit | EntryType::Compaction));
+            .find(|pe| idx < pe.messages.end)
+            .map(|pe| pe.entry);
+        let usage_id = usage_entry
+            .map(|i| &tree.entries[i as usize].id)
+            .filter(|k| k.truthy());
+        let usage_pos = usage_id.and_then(|id| {
+            branch
+                .entries
+                .iter()
+                .position(|&b| tree.entries[b as usize].id == *id)
+        });
+        let invalidating = branch.entries.iter().rposition(|&b| {
+            matches!(
+                tree.entries[b as usize].ty,
+                EntryType::ContextEdit | EntryType::Compaction
+            )
+        });
         let usage_after = match (usage_pos, invalidating) {
             (Some(u), Some(inv)) => u > inv,
             (Some(_), None) => true,
@@ -351,16 +428,27 @@ pub fn estimate(tree: &Tree, proj: &Projection, branch: &Path) -> Estimate {
                     last_usage_index: Some(idx),
                     unknown: false,
                 },
-                None => Estimate { unknown: true, last_usage_index: Some(idx), usage_tokens, ..Default::default() },
+                None => Estimate {
+                    unknown: true,
+                    last_usage_index: Some(idx),
+                    usage_tokens,
+                    ..Default::default()
+                },
             };
         }
         // Pi computed the usage-based estimate before deciding to discard it; a throw
         // there still happens.
         if trailing.is_none() {
-            return Estimate { unknown: true, ..Default::default() };
+            return Estimate {
+                unknown: true,
+                ..Default::default()
+            };
         }
     } else if msgs.iter().any(|m| m.tokens.is_none()) {
-        return Estimate { unknown: true, ..Default::default() };
+        return Estimate {
+            unknown: true,
+            ..Default::default()
+        };
     }
     let mut tokens = replayed_system_tokens(tree, proj);
     for m in msgs {
@@ -376,26 +464,42 @@ pub fn estimate(tree: &Tree, proj: &Projection, branch: &Path) -> Estimate {
             last_usage_index: None,
             unknown: false,
         },
-        None => Estimate { unknown: true, ..Default::default() },
+        None => Estimate {
+            unknown: true,
+            ..Default::default()
+        },
     }
 }
 
 /// `getContextUsage`'s compaction gate: with a compaction on the branch, the estimate is
 /// only trusted when a projected assistant answer with usage follows the latest one.
 pub fn context_usage_known(tree: &Tree, proj: &Projection, branch: &Path) -> bool {
-    let Some(comp_pos) = branch.entries.iter().rposition(|&b| tree.entries[b as usize].ty == EntryType::Compaction) else {
+    let Some(comp_pos) = branch
+        .entries
+        .iter()
+        .rposition(|&b| tree.entries[b as usize].ty == EntryType::Compaction)
+    else {
         return true;
     };
     let comp_id = &tree.entries[branch.entries[comp_pos] as usize].id;
     let assistants: HashSet<&Key> = proj
         .entries
         .iter()
-        .filter(|pe| proj.messages[pe.messages.clone()].iter().any(|m| m.usage_tokens.is_some()))
+        .filter(|pe| {
+            proj.messages[pe.messages.clone()]
+                .iter()
+                .any(|m| m.usage_tokens.is_some())
+        })
         .map(|pe| &tree.entries[pe.entry as usize].id)
         .collect();
-    let ci = branch.entries.iter().position(|&b| tree.entries[b as usize].id == *comp_id);
+    let ci = branch
+        .entries
+        .iter()
+        .position(|&b| tree.entries[b as usize].id == *comp_id);
     let from = ci.map_or(0, |c| c + 1);
-    branch.entries[from..].iter().any(|&b| assistants.contains(&tree.entries[b as usize].id))
+    branch.entries[from..]
+        .iter()
+        .any(|&b| assistants.contains(&tree.entries[b as usize].id))
 }
 
 /// What one compaction did, computed as if it were the leaf (SPEC §5).
@@ -423,7 +527,11 @@ pub fn compaction_effects(tree: &Tree, active: &Path) -> Vec<CompactionEffect> {
         .filter(|(_, e)| e.ty == EntryType::Compaction)
         .map(|(i, e)| {
             let i = i as u32;
-            let mut eff = CompactionEffect { entry: i, on_active_path: on_path.contains(&i), ..Default::default() };
+            let mut eff = CompactionEffect {
+                entry: i,
+                on_active_path: on_path.contains(&i),
+                ..Default::default()
+            };
             let leaf = tree.by_id.get(&e.id).copied();
             let usable = e.id.truthy() && leaf.is_some_and(|l| !tree.has_cycle_above(l));
             if !usable {
@@ -440,7 +548,12 @@ pub fn compaction_effects(tree: &Tree, active: &Path) -> Vec<CompactionEffect> {
             if let Some(pos) = path.entries.iter().position(|&p| p == i) {
                 let before = pos as u64;
                 let earlier: HashSet<u32> = path.entries[..pos].iter().copied().collect();
-                let kept = proj.context.iter().skip(1).filter(|c| earlier.contains(*c)).count() as u64;
+                let kept = proj
+                    .context
+                    .iter()
+                    .skip(1)
+                    .filter(|c| earlier.contains(*c))
+                    .count() as u64;
                 eff.entries_kept = Some(kept);
                 eff.entries_summarized = Some(before - kept);
             }

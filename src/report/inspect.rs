@@ -32,8 +32,10 @@ pub fn projection_by_role(a: &SessionAnalysis) -> Vec<(String, u64, u64)> {
 /// The inspect report as JSON: the session object plus the projection by role.
 pub fn to_json(rel: &str, a: &SessionAnalysis) -> Value {
     let mut m = super::json::session_json(rel, a);
-    let roles: Vec<Value> =
-        projection_by_role(a).into_iter().map(|(r, n, t)| json!({"role": r, "messages": n, "estimatedTokens": t})).collect();
+    let roles: Vec<Value> = projection_by_role(a)
+        .into_iter()
+        .map(|(r, n, t)| json!({"role": r, "messages": n, "estimatedTokens": t}))
+        .collect();
     m.insert("projectionByRole".into(), roles.into());
     Value::Object(m)
 }
@@ -41,18 +43,35 @@ pub fn to_json(rel: &str, a: &SessionAnalysis) -> Value {
 /// The inspect report for a terminal.
 pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io::Result<()> {
     let j = super::json::session_json(path, a);
-    let s = |k: &str| j.get(k).map_or_else(String::new, |v| match v {
-        Value::String(s) => terminal_safe(s),
-        Value::Null => "-".into(),
-        other => terminal_safe(&other.to_string()),
-    });
+    let s = |k: &str| {
+        j.get(k).map_or_else(String::new, |v| match v {
+            Value::String(s) => terminal_safe(s),
+            Value::Null => "-".into(),
+            other => terminal_safe(&other.to_string()),
+        })
+    };
     writeln!(out, "{}", terminal_safe(path))?;
-    writeln!(out, "  session   {}  (version {}, migrated from {})", s("sessionId"), s("version"), s("migratedFrom"))?;
+    writeln!(
+        out,
+        "  session   {}  (version {}, migrated from {})",
+        s("sessionId"),
+        s("version"),
+        s("migratedFrom")
+    )?;
     writeln!(out, "  project   {}", s("project"))?;
     writeln!(out, "  name      {}", s("name"))?;
     writeln!(out, "  parent    {}", s("parentSession"))?;
-    writeln!(out, "  activity  {} → {}", s("startedAt"), s("lastActivityAt"))?;
-    writeln!(out, "  models    {}", terminal_safe(&super::json::models(a).join(", ")))?;
+    writeln!(
+        out,
+        "  activity  {} → {}",
+        s("startedAt"),
+        s("lastActivityAt")
+    )?;
+    writeln!(
+        out,
+        "  models    {}",
+        terminal_safe(&super::json::models(a).join(", "))
+    )?;
     writeln!(
         out,
         "  entries   {} ({} on the active path, {} off it, {} roots)",
@@ -76,14 +95,26 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
     } else {
         match a.context_usage_tokens {
             Some(t) => format!("{} tokens", tokens(t)),
-            None => format!("unknown after the latest compaction (estimate {})", tokens(a.estimate.tokens)),
+            None => format!(
+                "unknown after the latest compaction (estimate {})",
+                tokens(a.estimate.tokens)
+            ),
         }
     };
-    writeln!(out, "  context   {ctx}, {} messages projected, thinking {}", a.projected_message_count, s("thinkingLevel"))?;
+    writeln!(
+        out,
+        "  context   {ctx}, {} messages projected, thinking {}",
+        a.projected_message_count,
+        s("thinkingLevel")
+    )?;
     writeln!(out)?;
 
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec!["Projected role", "Messages", "Est. tokens"]);
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec![
+        "Projected role",
+        "Messages",
+        "Est. tokens",
+    ]);
     for (role, n, tok) in projection_by_role(a) {
         t.add_row(vec![
             Cell::new(terminal_safe(&role)),
@@ -94,7 +125,8 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
     writeln!(out, "{t}")?;
 
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec!["Usage group", "Tokens", "Cost"]);
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_header(vec!["Usage group", "Tokens", "Cost"]);
     for r in &a.accounting.breakdown {
         t.add_row(vec![
             Cell::new(terminal_safe(&r.key)),
@@ -115,9 +147,17 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
             "Kept",
             "Summary cost",
         ]);
-        let effects = j.get("compactionEffects").and_then(Value::as_array).cloned().unwrap_or_default();
+        let effects = j
+            .get("compactionEffects")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         for e in effects {
-            let f = |k: &str| e.get(k).map_or_else(|| "-".into(), |v| if v.is_null() { "-".into() } else { terminal_safe(&v.to_string()) });
+            let f = |k: &str| match e.get(k) {
+                None | Some(Value::Null) => "-".to_string(),
+                Some(Value::String(s)) => terminal_safe(s),
+                Some(v) => terminal_safe(&v.to_string()),
+            };
             t.add_row(vec![
                 Cell::new(f("id")),
                 Cell::new(f("onActivePath")),
@@ -125,7 +165,12 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
                 Cell::new(f("estimatedTokensAfter")).set_alignment(CellAlignment::Right),
                 Cell::new(f("entriesSummarized")).set_alignment(CellAlignment::Right),
                 Cell::new(f("entriesKept")).set_alignment(CellAlignment::Right),
-                Cell::new(e.get("usageCost").and_then(Value::as_f64).map_or_else(|| "-".into(), usd)).set_alignment(CellAlignment::Right),
+                Cell::new(
+                    e.get("usageCost")
+                        .and_then(Value::as_f64)
+                        .map_or_else(|| "-".into(), usd),
+                )
+                .set_alignment(CellAlignment::Right),
             ]);
         }
         writeln!(out, "{t}")?;
@@ -136,12 +181,23 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
         out,
         "damage: {} malformed lines{}, {} dropped values, {} pending tail bytes, {} invalid UTF-8 lines, {} lone-surrogate lines{}{}",
         d.malformed_lines,
-        d.first_damage.as_ref().map_or_else(String::new, |x| format!(" (first at line {}, byte {}: {})", x.line, x.offset, x.reason)),
+        d.first_damage
+            .as_ref()
+            .map_or_else(String::new, |x| format!(
+                " (first at line {}, byte {}: {})",
+                x.line, x.offset, x.reason
+            )),
         d.dropped_values,
         d.pending_tail_bytes,
         d.invalid_utf8_lines,
         d.lone_surrogate_lines,
-        if a.cyclic_path { ", parent loop cut on the active path" } else { "" },
-        a.pi_error.map_or_else(String::new, |e| format!("; Pi's own code would fail on this file: {e}")),
+        if a.cyclic_path {
+            ", parent loop cut on the active path"
+        } else {
+            ""
+        },
+        a.pi_error.map_or_else(String::new, |e| format!(
+            "; Pi's own code would fail on this file: {e}"
+        )),
     )
 }

@@ -154,9 +154,26 @@ pub fn session_json(rel: &str, a: &SessionAnalysis) -> Map<String, Value> {
     put("lines", s.lines.into());
     put("sessionId", h.id.as_deref().into());
     // Pi's migration rewrites the header's version in memory.
-    put("version", if t.migrated_from.is_some() { 3.into() } else { jv(&h.version) });
-    put("migratedFrom", t.migrated_from.clone().unwrap_or(Value::Null));
-    put("cwd", h.cwd.as_ref().filter(|c| c.is_string()).cloned().unwrap_or(Value::Null));
+    put(
+        "version",
+        if t.migrated_from.is_some() {
+            3.into()
+        } else {
+            jv(&h.version)
+        },
+    );
+    put(
+        "migratedFrom",
+        t.migrated_from.clone().unwrap_or(Value::Null),
+    );
+    put(
+        "cwd",
+        h.cwd
+            .as_ref()
+            .filter(|c| c.is_string())
+            .cloned()
+            .unwrap_or(Value::Null),
+    );
     put("parentSession", jv(&h.parent_session));
     put("headerTimestamp", jv(&h.timestamp));
     put("name", a.name.as_deref().into());
@@ -177,7 +194,10 @@ pub fn session_json(rel: &str, a: &SessionAnalysis) -> Map<String, Value> {
     put("stats", stats);
     put(
         "usageBreakdown",
-        acc.breakdown.iter().map(|r| json!({"key": r.key, "cost": num(r.cost), "tokens": num(r.tokens)})).collect(),
+        acc.breakdown
+            .iter()
+            .map(|r| json!({"key": r.key, "cost": num(r.cost), "tokens": num(r.tokens)}))
+            .collect(),
     );
     put(
         "usageByKind",
@@ -188,7 +208,9 @@ pub fn session_json(rel: &str, a: &SessionAnalysis) -> Map<String, Value> {
                 .iter()
                 .map(|(k, n, tot)| {
                     let mut o = totals_json(tot);
-                    o.as_object_mut().expect("object").shift_insert(0, "count".into(), json!(n));
+                    o.as_object_mut()
+                        .expect("object")
+                        .shift_insert(0, "count".into(), json!(n));
                     (k.clone(), o)
                 })
                 .collect()
@@ -207,15 +229,27 @@ pub fn session_json(rel: &str, a: &SessionAnalysis) -> Map<String, Value> {
     );
     put("leafId", entry_id(t, a.leaf));
     put("leafIndex", a.leaf.into());
-    put("leafType", a.leaf.map(|i| t.entries[i as usize].ty.name()).into());
+    put(
+        "leafType",
+        a.leaf.map(|i| t.entries[i as usize].ty.name()).into(),
+    );
     put("activePathLength", a.active_path_length.into());
-    put("offPathEntries", (t.entries.len() as u64 - a.active_path_length).into());
+    put(
+        "offPathEntries",
+        (t.entries.len() as u64 - a.active_path_length).into(),
+    );
     put("treeRoots", a.tree_roots.into());
     put("contextEntryCount", a.context_entry_count.into());
     put("contextEntryTypes", tally_json(&a.context_entry_types));
     put("projectedMessageCount", a.projected_message_count.into());
     put("projectedRoles", tally_json(&a.projected_roles));
-    put("model", a.model.as_ref().map_or(Value::Null, |(p, mo)| json!({"provider": jv(p), "modelId": jv(mo)})));
+    put(
+        "model",
+        a.model.as_ref().map_or(
+            Value::Null,
+            |(p, mo)| json!({"provider": jv(p), "modelId": jv(mo)}),
+        ),
+    );
     put("thinkingLevel", jv(&a.thinking_level));
     let ed = &a.edits;
     put(
@@ -238,7 +272,11 @@ pub fn session_json(rel: &str, a: &SessionAnalysis) -> Map<String, Value> {
     put("estimate", estimate_json(&a.estimate));
     put(
         "contextUsageTokens",
-        if a.estimate.unknown { Value::Null } else { a.context_usage_tokens.map_or(Value::Null, num) },
+        if a.estimate.unknown {
+            Value::Null
+        } else {
+            a.context_usage_tokens.map_or(Value::Null, num)
+        },
     );
     put("compactionEffects", Value::Array(effects));
     // pisa's own keys.
@@ -248,7 +286,9 @@ pub fn session_json(rel: &str, a: &SessionAnalysis) -> Map<String, Value> {
     put("models", models(a).into());
     put("damage", {
         let mut d = damage_json(s);
-        d.as_object_mut().expect("object").insert("cyclicPath".into(), a.cyclic_path.into());
+        d.as_object_mut()
+            .expect("object")
+            .insert("cyclicPath".into(), a.cyclic_path.into());
         d
     });
     put("piError", a.pi_error.into());
@@ -263,7 +303,12 @@ pub fn models(a: &SessionAnalysis) -> Vec<String> {
         if r.source != crate::usage::Source::Assistant {
             continue;
         }
-        let name = r.response_model.as_deref().or(r.model.as_deref()).unwrap_or("?").to_string();
+        let name = r
+            .response_model
+            .as_deref()
+            .or(r.model.as_deref())
+            .unwrap_or("?")
+            .to_string();
         match out.iter_mut().find(|(n, _)| *n == name) {
             Some((_, c)) => *c += r.cost_total,
             None => out.push((name, r.cost_total)),
@@ -278,6 +323,11 @@ pub fn project_of(t: &Tree, rel: &str) -> String {
     if let Some(cwd) = t.cwd().filter(|c| !c.is_empty()) {
         return cwd.to_string();
     }
-    let folder = rel.rsplit_once('/').map_or("", |(dir, _)| dir.rsplit('/').next().unwrap_or(dir));
-    folder.strip_prefix("--").and_then(|f| f.strip_suffix("--")).map_or_else(|| folder.to_string(), |f| format!("/{f}"))
+    let folder = rel
+        .rsplit_once('/')
+        .map_or("", |(dir, _)| dir.rsplit('/').next().unwrap_or(dir));
+    folder
+        .strip_prefix("--")
+        .and_then(|f| f.strip_suffix("--"))
+        .map_or_else(|| folder.to_string(), |f| format!("/{f}"))
 }

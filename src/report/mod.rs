@@ -60,32 +60,18 @@ pub fn tokens(n: f64) -> String {
 
 /// Format a cost in USD.
 pub fn usd(c: f64) -> String {
-    if c.abs() < 0.005 && c != 0.0 { format!("${c:.4}") } else { format!("${c:.2}") }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escape_sequences_never_reach_the_terminal() {
-        assert_eq!(terminal_safe("a\u{1b}[31mred\u{1b}[0m"), "ared");
-        assert_eq!(terminal_safe("x\u{1b}]0;title\u{7}y"), "xy");
-        assert_eq!(terminal_safe("x\u{1b}]8;;http://e\u{1b}\\link"), "xlink");
-        assert_eq!(terminal_safe("tab\there\r\n"), "tab here  ");
-    }
-
-    #[test]
-    fn number_formats() {
-        assert_eq!(tokens(1234567.0), "1,234,567");
-        assert_eq!(tokens(12.0), "12");
-        assert_eq!(usd(1.234), "$1.23");
-        assert_eq!(usd(0.001), "$0.0010");
+    if c.abs() < 0.005 && c != 0.0 {
+        format!("${c:.4}")
+    } else {
+        format!("${c:.2}")
     }
 }
 
 /// The `sessions --json` document: sessions, rejected files, scan issues and corpus totals.
-pub fn sessions_document(out: &mut impl std::io::Write, c: &crate::corpus::Corpus) -> std::io::Result<()> {
+pub fn sessions_document(
+    out: &mut impl std::io::Write,
+    c: &crate::corpus::Corpus,
+) -> std::io::Result<()> {
     use serde_json::{Value, json};
     let num = crate::js::num_json;
     let t = &c.totals;
@@ -112,4 +98,25 @@ pub fn sessions_document(out: &mut impl std::io::Write, c: &crate::corpus::Corpu
     });
     serde_json::to_writer(&mut *out, &doc)?;
     writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_never_reach_the_terminal() {
+        assert_eq!(terminal_safe("a\u{1b}[31mred\u{1b}[0m"), "ared");
+        assert_eq!(terminal_safe("x\u{1b}]0;title\u{7}y"), "xy");
+        assert_eq!(terminal_safe("x\u{1b}]8;;http://e\u{1b}\\link"), "xlink");
+        assert_eq!(terminal_safe("tab\there\r\n"), "tab here  ");
+    }
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(tokens(1234567.0), "1,234,567");
+        assert_eq!(tokens(12.0), "12");
+        assert_eq!(usd(1.234), "$1.23");
+        assert_eq!(usd(0.001), "$0.0010");
+    }
 }

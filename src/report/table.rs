@@ -11,7 +11,9 @@ use crate::corpus::Corpus;
 /// Write the sessions table, oldest activity first (the newest ends up next to the prompt).
 pub fn sessions(out: &mut impl Write, corpus: &Corpus, width: Option<u16>) -> std::io::Result<()> {
     let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
     if let Some(w) = width {
         table.set_width(w);
     }
@@ -28,21 +30,35 @@ pub fn sessions(out: &mut impl Write, corpus: &Corpus, width: Option<u16>) -> st
         "Compactions",
     ]);
     let mut order: Vec<&crate::corpus::SessionSummary> = corpus.sessions.iter().collect();
-    order.sort_by(|a, b| a.row.last_activity.cmp(&b.row.last_activity).then_with(|| a.rel.cmp(&b.rel)));
+    order.sort_by(|a, b| {
+        a.row
+            .last_activity
+            .cmp(&b.row.last_activity)
+            .then_with(|| a.rel.cmp(&b.rel))
+    });
     for s in order {
         let r = &s.row;
         let inherited = r.totals.cost - r.own.cost;
-        let cost = if inherited.abs() > 1e-12 { format!("{} ({} own)", usd(r.totals.cost), usd(r.own.cost)) } else { usd(r.totals.cost) };
+        let cost = if inherited.abs() > 1e-12 {
+            format!("{} ({} own)", usd(r.totals.cost), usd(r.own.cost))
+        } else {
+            usd(r.totals.cost)
+        };
         table.add_row(vec![
             Cell::new(terminal_safe(&r.project)),
             Cell::new(terminal_safe(r.name.as_deref().unwrap_or(""))),
             Cell::new(r.started.as_deref().map_or("", |t| &t[..16.min(t.len())])),
-            Cell::new(r.last_activity.as_deref().map_or("", |t| &t[..16.min(t.len())])),
+            Cell::new(
+                r.last_activity
+                    .as_deref()
+                    .map_or("", |t| &t[..16.min(t.len())]),
+            ),
             Cell::new(terminal_safe(&r.models.join(", "))),
             Cell::new(r.messages).set_alignment(CellAlignment::Right),
             Cell::new(tokens(r.totals.tokens())).set_alignment(CellAlignment::Right),
             Cell::new(cost).set_alignment(CellAlignment::Right),
-            Cell::new(r.context_tokens.map_or_else(|| "unknown".into(), tokens)).set_alignment(CellAlignment::Right),
+            Cell::new(r.context_tokens.map_or_else(|| "unknown".into(), tokens))
+                .set_alignment(CellAlignment::Right),
             Cell::new(r.compactions).set_alignment(CellAlignment::Right),
         ]);
     }
@@ -74,5 +90,11 @@ pub fn footer(out: &mut impl Write, c: &Corpus) -> std::io::Result<()> {
             usd(c.naive_totals.cost),
         )?;
     }
-    writeln!(out, "{} rejected, {} damaged, {} unreadable", c.rejected.len(), c.damaged(), c.issues.len())
+    writeln!(
+        out,
+        "{} rejected, {} damaged, {} unreadable",
+        c.rejected.len(),
+        c.damaged(),
+        c.issues.len()
+    )
 }

@@ -46,25 +46,44 @@ pub fn discover(roots: &[PathBuf]) -> Discovery {
     let mut d = Discovery::default();
     for root in roots {
         match std::fs::metadata(root) {
-            Err(e) => d.issues.push(ScanIssue::new(root, format!("cannot read: {e}"))),
+            Err(e) => d
+                .issues
+                .push(ScanIssue::new(root, format!("cannot read: {e}"))),
             Ok(m) if m.is_file() => {
-                let rel = root.file_name().map_or_else(|| root.display().to_string(), |n| n.to_string_lossy().into_owned());
-                d.files.push(FoundFile { path: root.clone(), rel, size: m.len() });
+                let rel = root.file_name().map_or_else(
+                    || root.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                d.files.push(FoundFile {
+                    path: root.clone(),
+                    rel,
+                    size: m.len(),
+                });
             }
             Ok(_) => walk(root, &mut d),
         }
     }
     // Largest first; ties by path so the order is deterministic.
-    d.files.sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.rel.cmp(&b.rel)));
+    d.files
+        .sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.rel.cmp(&b.rel)));
     d
 }
 
 fn walk(root: &Path, d: &mut Discovery) {
-    for item in walkdir::WalkDir::new(root).follow_links(true).sort_by_file_name() {
+    for item in walkdir::WalkDir::new(root)
+        .follow_links(true)
+        .sort_by_file_name()
+    {
         match item {
             Err(e) => {
-                let path = e.path().map_or_else(|| root.to_path_buf(), Path::to_path_buf);
-                let what = if e.loop_ancestor().is_some() { "symlink loop".to_string() } else { e.to_string() };
+                let path = e
+                    .path()
+                    .map_or_else(|| root.to_path_buf(), Path::to_path_buf);
+                let what = if e.loop_ancestor().is_some() {
+                    "symlink loop".to_string()
+                } else {
+                    e.to_string()
+                };
                 d.issues.push(ScanIssue::new(&path, what));
             }
             Ok(entry) => {
@@ -81,7 +100,11 @@ fn walk(root: &Path, d: &mut Discovery) {
                     .map(|c| c.as_os_str().to_string_lossy())
                     .collect::<Vec<_>>()
                     .join("/");
-                d.files.push(FoundFile { path: entry.into_path(), rel, size });
+                d.files.push(FoundFile {
+                    path: entry.into_path(),
+                    rel,
+                    size,
+                });
             }
         }
     }

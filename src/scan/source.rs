@@ -34,7 +34,11 @@ impl Deref for FileBytes {
 pub fn load(path: &Path) -> std::io::Result<FileBytes> {
     let mut file = File::open(path)?;
     let meta = file.metadata()?;
-    let settled = meta.modified().ok().and_then(|m| SystemTime::now().duration_since(m).ok()).is_some_and(|age| age >= SETTLE_TIME);
+    let settled = meta
+        .modified()
+        .ok()
+        .and_then(|m| SystemTime::now().duration_since(m).ok())
+        .is_some_and(|age| age >= SETTLE_TIME);
     if meta.len() >= MMAP_MIN_BYTES && settled {
         // SAFETY: see `map_settled_file`; the file was last modified SETTLE_TIME ago.
         if let Ok(map) = unsafe { map_settled_file(&file) } {

@@ -45,7 +45,11 @@ impl Tree {
     pub fn build(parsed: ParsedFile) -> Option<Tree> {
         let header = parsed.header()?.clone();
         let mut all = parsed.entries;
-        let file_version = header.version.clone().filter(|v| !v.is_null()).unwrap_or(serde_json::Value::from(1));
+        let file_version = header
+            .version
+            .clone()
+            .filter(|v| !v.is_null())
+            .unwrap_or(serde_json::Value::from(1));
         let v = js::js_to_number(&file_version);
         let mut pi_error = None;
         let was_v1 = v < 2.0;
@@ -62,19 +66,39 @@ impl Tree {
             }
         }
         let migrated_from = (v < 3.0).then(|| file_version.clone());
-        let extra_header_lines = all.iter().skip(1).filter(|e| e.ty == EntryType::Session).count() as u64;
-        let entries: Vec<Entry> = all.into_iter().filter(|e| e.ty != EntryType::Session).collect();
+        let extra_header_lines = all
+            .iter()
+            .skip(1)
+            .filter(|e| e.ty == EntryType::Session)
+            .count() as u64;
+        let entries: Vec<Entry> = all
+            .into_iter()
+            .filter(|e| e.ty != EntryType::Session)
+            .collect();
         let mut by_id = HashMap::with_capacity(entries.len());
         for (i, e) in entries.iter().enumerate() {
             by_id.insert(e.id.clone(), i as u32);
         }
         let leaf_id = entries.last().map(|e| e.id.clone());
-        Some(Tree { header, entries, extra_header_lines, file_version, migrated_from, was_v1, by_id, leaf_id, pi_error })
+        Some(Tree {
+            header,
+            entries,
+            extra_header_lines,
+            file_version,
+            migrated_from,
+            was_v1,
+            by_id,
+            leaf_id,
+            pi_error,
+        })
     }
 
     /// `getLeafEntry()`: the entry the leaf id resolves to.
     pub fn leaf(&self) -> Option<u32> {
-        self.leaf_id.as_ref().filter(|k| k.truthy()).and_then(|k| self.by_id.get(k).copied())
+        self.leaf_id
+            .as_ref()
+            .filter(|k| k.truthy())
+            .and_then(|k| self.by_id.get(k).copied())
     }
 
     /// `getBranch(fromId)`: from the entry `from` names up to a root, reversed.
@@ -121,7 +145,11 @@ impl Tree {
             }
             path.entries.push(i);
             let parent = &self.entries[i as usize].parent;
-            cur = if parent.truthy() { self.by_id.get(parent).copied() } else { None };
+            cur = if parent.truthy() {
+                self.by_id.get(parent).copied()
+            } else {
+                None
+            };
         }
         path.entries.reverse();
         path
@@ -131,7 +159,9 @@ impl Tree {
     pub fn root_count(&self) -> u64 {
         self.entries
             .iter()
-            .filter(|e| e.parent == Key::Null || e.parent == e.id || !self.by_id.contains_key(&e.parent))
+            .filter(|e| {
+                e.parent == Key::Null || e.parent == e.id || !self.by_id.contains_key(&e.parent)
+            })
             .count() as u64
     }
 
@@ -185,7 +215,9 @@ impl Tree {
             match &self.entries[i as usize].body {
                 Body::ThinkingLevel(t) => thinking = t.clone(),
                 Body::ModelChange(m) => model = Some((m.provider.clone(), m.model_id.clone())),
-                Body::Message(m) if m.role == Role::Assistant => model = Some((m.provider.clone(), m.model.clone())),
+                Body::Message(m) if m.role == Role::Assistant => {
+                    model = Some((m.provider.clone(), m.model.clone()))
+                }
                 _ => {}
             }
         }
@@ -211,7 +243,10 @@ fn migrate_v1(all: &mut [Entry]) -> Option<&'static str> {
     let mut prev = Key::Null;
     for i in 0..all.len() {
         let Some(k) = entry_index[i] else { continue };
-        if matches!(all[i].ty, EntryType::NonObject(NonObject::Number | NonObject::String | NonObject::Boolean)) {
+        if matches!(
+            all[i].ty,
+            EntryType::NonObject(NonObject::Number | NonObject::String | NonObject::Boolean)
+        ) {
             // Assigning `entry.id` on a primitive throws in strict-mode code.
             pi_error.get_or_insert("v1 migration cannot set an id on a non-object line");
             continue;
@@ -283,7 +318,11 @@ mod tests {
 
     #[test]
     fn leaf_without_id_empties_branch_but_not_session_path() {
-        let t = tree(&[H3, r#"{"type":"custom","id":"a","parentId":null}"#, r#"{"type":"custom","parentId":"a"}"#]);
+        let t = tree(&[
+            H3,
+            r#"{"type":"custom","id":"a","parentId":null}"#,
+            r#"{"type":"custom","parentId":"a"}"#,
+        ]);
         assert!(t.active_branch().entries.is_empty());
         assert_eq!(t.active_session_path().entries, vec![0, 1]);
     }
@@ -300,7 +339,9 @@ mod tests {
         assert_eq!(t.entries[1].id, Key::str("#1"));
         assert_eq!(t.entries[1].parent, Key::str("#0"));
         assert_eq!(t.entries[0].parent, Key::Null);
-        let Body::Compaction(c) = &t.entries[2].body else { panic!() };
+        let Body::Compaction(c) = &t.entries[2].body else {
+            panic!()
+        };
         assert_eq!(c.first_kept, Key::str("#1"));
         assert_eq!(t.migrated_from, Some(serde_json::json!(1)));
     }
@@ -311,7 +352,9 @@ mod tests {
             r#"{"type":"session","version":2,"id":"s"}"#,
             r#"{"type":"message","id":"a","parentId":null,"message":{"role":"hookMessage","content":"x"}}"#,
         ]);
-        let Body::Message(m) = &t.entries[0].body else { panic!() };
+        let Body::Message(m) = &t.entries[0].body else {
+            panic!()
+        };
         assert_eq!(m.role, Role::Custom);
     }
 }

@@ -215,31 +215,37 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
         let i = i as u32;
         let active = on_path.get(i as usize).copied().unwrap_or(false);
         match &e.body {
-            Body::Usage(ue) => {
-                match &ue.usage {
-                    Some(u) if !ue.usage_not_object => {
-                        add_checked(&mut acc.stats.totals, u, &mut err);
-                        add_checked(&mut acc.by_source.usage_entry, u, &mut err);
-                        let k = js::js_string_of(&ue.kind).into_owned();
-                        let ki = *kinds.entry(k.clone()).or_insert_with(|| {
-                            acc.by_kind.push((k, 0, Totals::default()));
-                            acc.by_kind.len() - 1
-                        });
-                        acc.by_kind[ki].1 += 1;
-                        let _ = acc.by_kind[ki].2.add(u);
-                        let key = format!("{}/{}", js::js_string_of(&ue.provider), js::js_string_of(&ue.model));
-                        add_group(key, u, &mut groups);
-                        acc.records.push(record(e, i, Source::Usage, u, active, |r| {
-                            r.kind = ue.kind.as_ref().map(|k| js::js_string_of(&Some(k.clone())).into_owned());
+            Body::Usage(ue) => match &ue.usage {
+                Some(u) if !ue.usage_not_object => {
+                    add_checked(&mut acc.stats.totals, u, &mut err);
+                    add_checked(&mut acc.by_source.usage_entry, u, &mut err);
+                    let k = js::js_string_of(&ue.kind).into_owned();
+                    let ki = *kinds.entry(k.clone()).or_insert_with(|| {
+                        acc.by_kind.push((k, 0, Totals::default()));
+                        acc.by_kind.len() - 1
+                    });
+                    acc.by_kind[ki].1 += 1;
+                    let _ = acc.by_kind[ki].2.add(u);
+                    let key = format!(
+                        "{}/{}",
+                        js::js_string_of(&ue.provider),
+                        js::js_string_of(&ue.model)
+                    );
+                    add_group(key, u, &mut groups);
+                    acc.records
+                        .push(record(e, i, Source::Usage, u, active, |r| {
+                            r.kind = ue
+                                .kind
+                                .as_ref()
+                                .map(|k| js::js_string_of(&Some(k.clone())).into_owned());
                             r.provider = opt_string(&ue.provider);
                             r.model = opt_string(&ue.model);
                         }));
-                    }
-                    _ => {
-                        err.get_or_insert("usage entry without a usage object");
-                    }
                 }
-            }
+                _ => {
+                    err.get_or_insert("usage entry without a usage object");
+                }
+            },
             Body::BranchSummary(bs) => {
                 if bs.usage_not_object {
                     err.get_or_insert("branch_summary usage is not an object");
@@ -248,7 +254,8 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                     add_checked(&mut acc.stats.totals, u, &mut err);
                     add_checked(&mut acc.by_source.branch_summary, u, &mut err);
                     add_group(TOOLS_KEY.into(), u, &mut groups);
-                    acc.records.push(record(e, i, Source::BranchSummary, u, active, |_| {}));
+                    acc.records
+                        .push(record(e, i, Source::BranchSummary, u, active, |_| {}));
                 }
             }
             Body::Compaction(c) => {
@@ -259,7 +266,8 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                     add_checked(&mut acc.stats.totals, u, &mut err);
                     add_checked(&mut acc.by_source.compaction, u, &mut err);
                     add_group(TOOLS_KEY.into(), u, &mut groups);
-                    acc.records.push(record(e, i, Source::Compaction, u, active, |_| {}));
+                    acc.records
+                        .push(record(e, i, Source::Compaction, u, active, |_| {}));
                 }
             }
             Body::Message(m) => {
@@ -278,7 +286,9 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                                     add_checked(&mut acc.stats.totals, u, &mut err);
                                     add_checked(&mut acc.by_source.tool_result, u, &mut err);
                                     add_group(TOOLS_KEY.into(), u, &mut groups);
-                                    acc.records.push(record(e, i, Source::Tool, u, active, |r| message_fields(r, m)));
+                                    acc.records.push(record(e, i, Source::Tool, u, active, |r| {
+                                        message_fields(r, m)
+                                    }));
                                 }
                                 None => {
                                     err.get_or_insert("toolResult usage is not an object");
@@ -300,9 +310,16 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                                     Some(v) if !v.is_null() => &m.response_model,
                                     _ => &m.model,
                                 };
-                                let key = format!("{}/{}", js::js_string_of(&m.provider), js::js_string_of(model));
+                                let key = format!(
+                                    "{}/{}",
+                                    js::js_string_of(&m.provider),
+                                    js::js_string_of(model)
+                                );
                                 add_group(key, u, &mut groups);
-                                acc.records.push(record(e, i, Source::Assistant, u, active, |r| message_fields(r, m)));
+                                acc.records
+                                    .push(record(e, i, Source::Assistant, u, active, |r| {
+                                        message_fields(r, m)
+                                    }));
                             }
                             None => {
                                 err.get_or_insert("assistant message without a usage object");
@@ -318,11 +335,19 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
     acc.pi_error = err;
     let mut breakdown: Vec<BreakdownRow> = groups
         .into_iter()
-        .map(|(key, t)| BreakdownRow { key, cost: t.cost, tokens: t.tokens() })
+        .map(|(key, t)| BreakdownRow {
+            key,
+            cost: t.cost,
+            tokens: t.tokens(),
+        })
         .filter(|r| r.cost > 0.0 || r.tokens > 0.0)
         .collect();
     // Array#sort is stable; `b.cost - a.cost`, with NaN compared as equal.
-    breakdown.sort_by(|a, b| b.cost.partial_cmp(&a.cost).unwrap_or(std::cmp::Ordering::Equal));
+    breakdown.sort_by(|a, b| {
+        b.cost
+            .partial_cmp(&a.cost)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     acc.breakdown = breakdown;
     acc
 }
@@ -386,11 +411,34 @@ fn record(
         cache_write_1h: (!u.cache_write_1h.is_nan()).then_some(u.cache_write_1h),
         reasoning: (!u.reasoning.is_nan()).then_some(u.reasoning),
         total_tokens: z(u.total_tokens, missing::TOTAL_TOKENS),
-        cost_input: if u.cost_input.is_nan() { 0.0 } else { u.cost_input },
-        cost_output: if u.cost_output.is_nan() { 0.0 } else { u.cost_output },
-        cost_cache_read: if u.cost_cache_read.is_nan() { 0.0 } else { u.cost_cache_read },
-        cost_cache_write: if u.cost_cache_write.is_nan() { 0.0 } else { u.cost_cache_write },
-        cost_total: z(u.cost_total, if u.has_cost { missing::COST_TOTAL } else { missing::COST }),
+        cost_input: if u.cost_input.is_nan() {
+            0.0
+        } else {
+            u.cost_input
+        },
+        cost_output: if u.cost_output.is_nan() {
+            0.0
+        } else {
+            u.cost_output
+        },
+        cost_cache_read: if u.cost_cache_read.is_nan() {
+            0.0
+        } else {
+            u.cost_cache_read
+        },
+        cost_cache_write: if u.cost_cache_write.is_nan() {
+            0.0
+        } else {
+            u.cost_cache_write
+        },
+        cost_total: z(
+            u.cost_total,
+            if u.has_cost {
+                missing::COST_TOTAL
+            } else {
+                missing::COST
+            },
+        ),
         missing: 0,
         on_active_path: active,
         identity: 0,

@@ -1,0 +1,1908 @@
+#!/usr/bin/env python3
+"""Deterministic generator of realistic Pi coding-agent session directories.
+
+    python3 datasets/generate.py --out DIR --seed S (--sessions N | --bytes SIZE) [--scale small|realistic]
+
+Writes DIR/--<encoded cwd>--/<ISO time>_<session id>.jsonl files the way Pi 1.6.0 writes them
+(JavaScript JSON.stringify formatting and key order), plus DIR/manifest.json describing what was
+injected into every file. Same arguments, same bytes. Python 3.11 standard library only.
+See datasets/README.md for the feature list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import math
+import os
+import random
+import re
+import shutil
+import sys
+import time
+from collections import Counter
+
+GENERATOR = "pisa-datasets/generate.py"
+GENERATOR_VERSION = 1
+HOME = "/Users/mira"
+SESSIONS_ROOT = HOME + "/.pi/agent/sessions"  # what parentSession paths point into
+
+# --------------------------------------------------------------------------------------------
+# JSON exactly as JavaScript's JSON.stringify writes it
+# --------------------------------------------------------------------------------------------
+
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+# Usage objects hold floats; they are serialised by hand (js_num) and spliced in through this
+# placeholder so that every float is printed the way JavaScript prints it (0.00005, not 5e-05).
+USAGE_PH = "\x00usage\x00"
+_USAGE_PH_JSON = '"\\u0000usage\\u0000"'
+
+
+def dumps(obj, usage_json=None):
+    s = _encode(obj)
+    if usage_json is not None:
+        s = s.replace(_USAGE_PH_JSON, usage_json, 1)
+    return s
+
+
+def js_num(x):
+    """Number::toString of ECMAScript for an int or a finite float."""
+    if isinstance(x, int):
+        return str(x)
+    if x == 0:
+        return "0"
+    if x == int(x) and abs(x) < 1e21:
+        return str(int(x))
+    r = repr(x)
+    neg = r.startswith("-")
+    if neg:
+        r = r[1:]
+    if "e" in r:
+        mant, exp = r.split("e")
+        exp = int(exp)
+    else:
+        mant, exp = r, 0
+    if "." in mant:
+        ip, fp = mant.split(".")
+    else:
+        ip, fp = mant, ""
+    digits = (ip + fp).lstrip("0")
+    # value = 0.<digits> * 10^n
+    lead_zeros = len(ip + fp) - len((ip + fp).lstrip("0"))
+    n = len(ip) + exp - lead_zeros
+    digits = digits.rstrip("0") or "0"
+    k = len(digits)
+    if k <= n <= 21:
+        s = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        s = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        s = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        s = digits[0] + ("." + digits[1:] if k > 1 else "") + "e" + ("+" if e >= 0 else "-") + str(abs(e))
+    return "-" + s if neg else s
+
+
+def iso(ms):
+    s, m = divmod(ms, 1000)
+    t = time.gmtime(s)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, m)
+
+
+def ms_of(y, mo, d):
+    import calendar
+
+    return calendar.timegm((y, mo, d, 0, 0, 0)) * 1000
+
+
+def folder_for_cwd(cwd):
+    return "--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", cwd)) + "--"
+
+
+# --------------------------------------------------------------------------------------------
+# Models, prices (USD per million tokens: input, output, cacheRead, cacheWrite), tiers
+# --------------------------------------------------------------------------------------------
+
+
+class Model:
+    __slots__ = ("provider", "id", "api", "cost", "window", "style", "reasoning", "tiers")
+
+    def __init__(self, provider, mid, api, cost, window, style, reasoning=True, tiers=()):
+        self.provider, self.id, self.api, self.cost = provider, mid, api, cost
+        self.window, self.style, self.reasoning, self.tiers = window, style, reasoning, tiers
+
+
+MODELS = [
+    # weight, model
+    (22, Model("anthropic", "claude-sonnet-4-5", "anthropic-messages", (3, 15, 0.3, 3.75), 200000, "anthropic")),
+    (14, Model("anthropic", "claude-opus-4-5", "anthropic-messages", (5, 25, 0.5, 6.25), 200000, "anthropic")),
+    (4, Model("anthropic", "claude-haiku-4-5", "anthropic-messages", (1, 5, 0.1, 1.25), 200000, "anthropic")),
+    (2, Model("anthropic", "claude-opus-4-1", "anthropic-messages", (15, 75, 1.5, 18.75), 200000, "anthropic")),
+    (10, Model("openai", "gpt-5.1-codex", "openai-responses", (1.25, 10, 0.125, 0), 400000, "openai")),
+    (5, Model("openai", "gpt-5", "openai-responses", (1.25, 10, 0.125, 0), 400000, "openai")),
+    (3, Model("openai", "gpt-5-mini", "openai-responses", (0.25, 2, 0.025, 0), 400000, "openai")),
+    (2, Model("openai", "gpt-4o", "openai-responses", (2.5, 10, 1.25, 0), 128000, "openai", reasoning=False)),
+    (6, Model("google", "gemini-2.5-pro", "google-generative-ai", (1.25, 10, 0.31, 0), 1000000, "google",
+              tiers=((200000, (2.5, 15, 0.625, 0)),))),
+    (3, Model("google", "gemini-2.5-flash", "google-generative-ai", (0.3, 2.5, 0.075, 0), 1000000, "google")),
+    (4, Model("openrouter", "anthropic/claude-sonnet-4.5", "openai-completions", (3, 15, 0.3, 3.75), 200000, "completions")),
+    (3, Model("openrouter", "qwen/qwen3-coder", "openai-completions", (0.22, 0.95, 0, 0), 262144, "completions")),
+    (2, Model("openrouter", "openrouter/auto", "openai-completions", (1, 4, 0.1, 0), 200000, "completions")),
+    (2, Model("xai", "grok-code-fast-1", "openai-completions", (0.2, 1.5, 0.02, 0), 256000, "completions")),
+    (1, Model("ollama", "qwen2.5-coder:32b", "openai-completions", (0, 0, 0, 0), 32768, "completions", reasoning=False)),
+]
+MODEL_BY_KEY = {(m.provider, m.id): m for _, m in MODELS}
+OPENROUTER_AUTO_TARGETS = ["anthropic/claude-sonnet-4.5", "openai/gpt-5", "google/gemini-2.5-pro", "deepseek/deepseek-chat-v3.1"]
+ANTHROPIC_FALLBACKS = {"claude-opus-4-5": "claude-opus-4-1", "claude-sonnet-4-5": "claude-sonnet-4-20250514"}
+VIRTUAL_MODELS = [("router", "auto"), ("openai-codex", "auto"), ("jev", "smart")]
+V1_MODELS = ["claude-sonnet-4-5", "claude-opus-4-5", "gpt-5.1-codex"]
+THINKING_LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh"]
+
+
+def calc_cost(model, inp, out, cr, cw, cw1h):
+    """pi-ai calculateCost, operation for operation (JavaScript doubles == Python floats)."""
+    rates = model.cost
+    matched = -1
+    tokens_in = inp + cr + cw
+    for above, r in model.tiers:
+        if tokens_in > above and above > matched:
+            rates, matched = r, above
+    long_w = cw1h or 0
+    short_w = cw - long_w
+    c_in = (rates[0] / 1000000) * inp
+    c_out = (rates[1] / 1000000) * out
+    c_cr = (rates[2] / 1000000) * cr
+    c_cw = (rates[3] * short_w + rates[0] * 2 * long_w) / 1000000
+    return c_in, c_out, c_cr, c_cw, c_in + c_out + c_cr + c_cw
+
+
+def usage_json(model, inp, out, cr, cw, *, cw1h=None, reasoning=None, style=None, era="v3", total_override=None):
+    """Serialise a Usage object with the key order the provider code in pi-ai produces."""
+    style = style or model.style
+    c_in, c_out, c_cr, c_cw, total = calc_cost(model, inp, out, cr, cw, cw1h)
+    from_provider = None
+    if total_override is not None:
+        total, from_provider = total_override, True
+    elif era == "v3" and style != "legacy":
+        from_provider = False
+    cost = '{"input":%s,"output":%s,"cacheRead":%s,"cacheWrite":%s,"total":%s%s}' % (
+        js_num(c_in), js_num(c_out), js_num(c_cr), js_num(c_cw), js_num(total),
+        "" if from_provider is None else ',"totalFromProvider":' + ("true" if from_provider else "false"))
+    tt = inp + out + cr + cw
+    if style == "legacy":  # v1-era files: no totalTokens at all
+        return '{"input":%d,"output":%d,"cacheRead":%d,"cacheWrite":%d,"cost":%s}' % (inp, out, cr, cw, cost)
+    if style == "anthropic":
+        s = '{"input":%d,"output":%d,"cacheRead":%d,"cacheWrite":%d,"totalTokens":%d,"cost":%s' % (inp, out, cr, cw, tt, cost)
+        if cw1h is not None:
+            s += ',"cacheWrite1h":%d' % cw1h
+        if reasoning is not None:
+            s += ',"reasoning":%d' % reasoning
+        return s + "}"
+    # openai-responses, google, openai-completions
+    return '{"input":%d,"output":%d,"cacheRead":%d,"cacheWrite":%d,"reasoning":%d,"totalTokens":%d,"cost":%s}' % (
+        inp, out, cr, cw, reasoning or 0, tt, cost)
+
+
+ZERO_USAGE_V3 = ('{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,'
+                 '"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}')
+ZERO_USAGE_V1 = '{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}'
+
+# --------------------------------------------------------------------------------------------
+# Text pools: built once per run, sliced at random offsets (fast, deterministic)
+# --------------------------------------------------------------------------------------------
+
+WORDS = (
+    "the a to of and in is it that for on with as this be are by at or from an not we you can will "
+    "should would could function return value type error file test build module config session cache "
+    "token parser entry compaction branch context message assistant user tool result usage cost model "
+    "provider stream buffer index path leaf parent child tree node line byte offset struct enum trait "
+    "impl async await promise callback handler event listener render terminal output input state mode "
+    "refactor extract rename inline move delete update create read write edit grep find list fix bug "
+    "issue commit diff patch merge rebase review plan step first then next finally because however "
+    "instead actually probably maybe simply just also only still already again now here there where "
+    "when why how what which who data frame schema column row table query filter group sort join "
+    "benchmark profile allocation memory thread worker queue lock mutex channel signal retry timeout "
+    "deterministic random seed fixture oracle golden snapshot migration version header timestamp"
+).split()
+
+NONASCII = [
+    "日本語のテキストを確認します。", "中文测试内容，包含标点。", "한국어 문장도 포함됩니다.", "🚀 deploy done ✅",
+    "family 👨\u200d👩\u200d👧\u200d👦 emoji", "flags 🇩🇪🇯🇵🇧🇷", "combining e\u0301 a\u0308 n\u0303 o\u0302",
+    "zalgo z\u0336\u0317a\u0334\u0321l\u0337g\u0335o\u0338", "Ελληνικά γράμματα", "Русский текст для проверки",
+    "العربية من اليمين", "עברית בדיקה", "naïve café façade jalapeño", "math ∑∫√∞≠≤ ∀x∈ℝ", "box ─│┌┐└┘├┤",
+    "arrows → ← ↔ ⇒", "Straße Größe Maß", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝕄𝕒𝕥𝕙 (astral)", "🤖🧠💡🔥🐛", "ＦＵＬＬ ＷＩＤＴＨ",
+    "tab\there", "quote \"inside\" and back\\slash", "line\u2028separator", "nbsp\u00a0space", "zero\u200bwidth",
+]
+
+TS_LINES = [
+    'import {{ {n1} }} from "./{f}.js";', "export function {n1}({v}: {T}): {T} {{", "\tconst {v} = await {n2}({v2});",
+    '\tif (!{v}) throw new Error("{w} {w2} failed: ${{{v2}}}");', "\treturn {v}.map((x) => x.{v2});", "}}",
+    "// {w} {w2} {w3}", "\t\t{v}.{n2}({v2}, {{ {v2}: true, limit: {k} }});", "export interface {T} {{",
+    "\t{v}: string | null;", "\t{v2}?: number;", "\tfor (const {v} of {v2}s) {{", "\t\tyield* {n1}({v});",
+    "const re = /^\\s*([a-z_]+)\\s*=\\s*\"(.*)\"$/;", "\tcase \"{w}\": return {k};",
+    "\tconsole.log(`{w} ${{{v}}} → {w2}`);", "/** {w} {w2}: 说明 */",
+]
+RS_LINES = [
+    "use crate::{f}::{{{T}, {n1}}};", "pub fn {n1}(&self, {v}: &{T}) -> Result<{T}> {{", "    let {v} = self.{n2}({v2})?;",
+    '    println!("{{}} {w} {{:?}}", {v}, {v2});', "    Ok({v})", "}}", "/// {w} {w2} {w3}", "#[derive(Debug, Clone, PartialEq)]",
+    "pub struct {T} {{", "    pub {v}: Vec<u8>,", "    match {v} {{", "        Some(x) => x.{n2}(),", "        None => return Err(Error::{T}),",
+    "    }}", '    let re = Regex::new(r"^(\\d+)-(\\w+)$").unwrap();', "    // TODO: {w} {w2} — ほぼ完了",
+]
+PY_LINES = [
+    "def {n1}({v}, {v2}={k}):", "    {v} = {n2}({v2})", '    return re.sub(r"\\s+", " ", {v})', "class {T}:",
+    '    """{w} {w2} {w3}."""', "    for {v} in {v2}:", "        yield {v}.{n2}()", "import {f}", "# {w} {w2}",
+    "    raise ValueError(f\"{w}: {{{v}!r}}\")",
+]
+LOG_LINES = [
+    "\x1b[32m✓\x1b[0m {w} {w2} ({k} ms)", "\x1b[31m✗\x1b[0m {w} {w2} failed", "error[E0308]: mismatched types",
+    "  --> src/{f}.rs:{k}:{k2}", "warning: unused variable: `{v}`", "npm WARN deprecated {f}@{k}.{k2}.0: {w} {w2}",
+    "-rw-r--r--  1 mira  staff  {k}{k2} Dec  3 14:0{d} {f}.ts", "drwxr-xr-x  {d} mira  staff   {k} Jan 12 09:1{d} {f}",
+    "commit {h}", "Author: Mira <mira@example.com>", "    {w} {w2} {w3}", "src/{f}.ts:{k}:{k2}: {w} {w2}",
+    "test {n1}::{n2} ... ok", "test {n1}::{n2} ... FAILED", "    Finished `release` profile [optimized] target(s) in {k}.{d}s",
+    "{k} passed, {d} failed, {k2} skipped", "M  src/{f}.ts", "?? {f}/", "+  {v} = {n2}({v2});", "-  {v} = {n1}();",
+]
+IDENT = ["parse", "load", "build", "render", "flush", "merge", "split", "scan", "emit", "visit", "apply", "resolve",
+         "estimate", "project", "migrate", "index", "walk", "count", "format", "write"]
+NOUNS = ["entry", "session", "frame", "usage", "tree", "path", "leaf", "line", "buffer", "model", "cost", "token",
+         "record", "header", "summary", "edit", "label", "chunk", "worker", "state"]
+TYPES = ["Entry", "Session", "Frame", "Usage", "Tree", "LeafId", "Record", "Header", "Summary", "Projection",
+         "CostTotals", "Scanner", "ParseError", "Options"]
+FILES = ["session-manager", "parser", "tree", "usage", "scan", "frame", "report", "export", "compaction", "cli",
+         "agent-session", "messages", "tui-renderer", "main", "config", "lib", "utils/paths", "estimate"]
+
+
+class Pools:
+    """Large pre-generated strings; every text in the corpus is a slice of one of them."""
+
+    def __init__(self, seed, scale):
+        rng = random.Random(f"pools:{seed}")
+        self.rng = rng
+        big = scale == "realistic"
+        self.prose = self._prose(rng, 1_200_000 if big else 300_000)
+        self.code = self._code(rng, 1_600_000 if big else 300_000)
+        self.log = self._lines(rng, LOG_LINES, 600_000 if big else 150_000)
+        self.b64 = base64.b64encode(rng.randbytes(1_500_000 if big else 300_000)).decode("ascii")
+        alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+        self.alnum = "".join(rng.choices(alnum, k=200_000))
+
+    @staticmethod
+    def _fill(rng, tmpl):
+        return tmpl.format(
+            n1=rng.choice(IDENT) + rng.choice(NOUNS).capitalize(), n2=rng.choice(IDENT), v=rng.choice(NOUNS),
+            v2=rng.choice(NOUNS), T=rng.choice(TYPES), f=rng.choice(FILES), w=rng.choice(WORDS), w2=rng.choice(WORDS),
+            w3=rng.choice(WORDS), k=rng.randint(1, 999), k2=rng.randint(0, 99), d=rng.randint(0, 9),
+            h="%040x" % rng.getrandbits(160))
+
+    def _prose(self, rng, n):
+        out, size = [], 0
+        while size < n:
+            k = rng.randint(4, 18)
+            s = " ".join(rng.choices(WORDS, k=k))
+            s = s[0].upper() + s[1:] + rng.choice("....?!:")
+            r = rng.random()
+            if r < 0.05:
+                s += " " + rng.choice(NONASCII)
+            elif r < 0.08:
+                s += " `" + rng.choice(IDENT) + "()`"
+            elif r < 0.10:
+                s = "\n\n## " + s.rstrip(".?!:") + "\n\n"
+            elif r < 0.14:
+                s = "\n- " + s
+            elif r < 0.16:
+                s += "\n\n```ts\n" + self._fill(rng, rng.choice(TS_LINES)) + "\n```\n"
+            s += " "
+            out.append(s)
+            size += len(s)
+        return "".join(out)
+
+    def _code(self, rng, n):
+        out, size = [], 0
+        while size < n:
+            lang = rng.choice((TS_LINES, TS_LINES, RS_LINES, PY_LINES))
+            for _ in range(rng.randint(5, 40)):
+                s = self._fill(rng, rng.choice(lang)) + "\n"
+                out.append(s)
+                size += len(s)
+            out.append("\n")
+        return "".join(out)
+
+    def _lines(self, rng, tmpls, n):
+        out, size = [], 0
+        while size < n:
+            s = self._fill(rng, rng.choice(tmpls)) + "\n"
+            out.append(s)
+            size += len(s)
+        return "".join(out)
+
+    @staticmethod
+    def _slice(rng, pool, n):
+        if n <= 0:
+            return ""
+        L = len(pool)
+        if n >= L:
+            reps = n // L + 2
+            start = rng.randrange(L)
+            return (pool * reps)[start:start + n]
+        start = rng.randrange(L - n)
+        return pool[start:start + n]
+
+    def text(self, rng, n):
+        """Prose of about n characters, starting at a word boundary."""
+        pool = self.prose
+        if n >= len(pool) - 64:
+            return self._slice(rng, pool, n).strip() or "ok"
+        start = rng.randrange(len(pool) - n - 64)
+        sp = pool.find(" ", start, start + 40)
+        if sp >= 0:
+            start = sp + 1
+        return pool[start:start + n].strip() or "ok"
+
+    def code_text(self, rng, n):
+        return self._slice(rng, self.code, n)
+
+    def log_text(self, rng, n):
+        return self._slice(rng, self.log, n)
+
+    def b64_text(self, rng, n):
+        n -= n % 4
+        s = self._slice(rng, self.b64, n)
+        return s[: len(s) - len(s) % 4]
+
+    def alnum_text(self, rng, n):
+        return self._slice(rng, self.alnum, n)
+
+
+# --------------------------------------------------------------------------------------------
+# Tool catalog (declarations in the leading system message) and tool-call generation
+# --------------------------------------------------------------------------------------------
+
+
+def _obj(props, required):
+    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+
+
+TOOLS = {
+    "read": {"name": "read", "description": "Read the contents of a file. Supports text files and images (jpg, png, gif, webp). Images are sent as attachments. For text files, output is truncated to 2000 lines or 50KB (whichever is hit first). Use offset/limit for large files.",
+             "parameters": _obj({"path": {"type": "string", "description": "Path to the file to read (relative or absolute)"},
+                                 "offset": {"type": "number", "description": "Line number to start reading from (1-indexed)"},
+                                 "limit": {"type": "number", "description": "Maximum number of lines to read"}}, ["path"])},
+    "bash": {"name": "bash", "description": "Execute a bash command in the current working directory. Returns stdout and stderr. Output is truncated to last 2000 lines or 50KB (whichever is hit first).",
+             "parameters": _obj({"command": {"type": "string", "description": "Bash command to execute"},
+                                 "timeout": {"type": "number", "description": "Timeout in seconds (optional, no default timeout)"}}, ["command"])},
+    "edit": {"name": "edit", "description": "Edit a file by replacing exact text. The oldText must match exactly (including whitespace). Use this for precise, surgical edits.",
+             "parameters": _obj({"path": {"type": "string", "description": "Path to the file to edit"},
+                                 "edits": {"type": "array", "items": _obj({"oldText": {"type": "string"}, "newText": {"type": "string"}}, ["oldText", "newText"]),
+                                           "minItems": 1}}, ["path", "edits"])},
+    "write": {"name": "write", "description": "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. Automatically creates parent directories.",
+              "parameters": _obj({"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"])},
+    "grep": {"name": "grep", "description": "Search file contents for a regex pattern. Respects .gitignore.",
+             "parameters": _obj({"pattern": {"type": "string"}, "path": {"type": "string"}, "glob": {"type": "string"},
+                                 "ignoreCase": {"type": "boolean"}, "context": {"type": "number", "minimum": 0, "maximum": 10}}, ["pattern"])},
+    "find": {"name": "find", "description": "Find files by glob pattern.",
+             "parameters": _obj({"pattern": {"type": "string"}, "path": {"type": "string"}}, ["pattern"])},
+    "ls": {"name": "ls", "description": "List directory contents.", "parameters": _obj({"path": {"type": "string"}}, [])},
+    "web_search": {"name": "web_search", "description": "Search the web and summarise the results with a small model. Recherche sur le Web — 検索.",
+                   "parameters": _obj({"query": {"type": "string"}, "options": _obj({"maxResults": {"type": "integer", "default": 5},
+                                                                                      "recency": {"type": "string", "enum": ["day", "week", "month", "any"]}}, [])}, ["query"])},
+    "subagent": {"name": "subagent", "description": "Delegate a self-contained task to a sub-agent with its own context window.",
+                 "parameters": _obj({"task": {"type": "string"}, "model": {"type": "string"},
+                                     "tools": {"type": "array", "items": {"type": "string"}}}, ["task"])},
+    "todo": {"name": "todo", "description": "Maintain a todo list for the current task.",
+             "parameters": _obj({"action": {"type": "string", "enum": ["add", "done", "list"]}, "text": {"type": "string"}}, ["action"])},
+}
+CORE_TOOLS = ["read", "bash", "edit", "write"]
+EXTRA_TOOLS = ["grep", "find", "ls", "web_search", "subagent", "todo"]
+TOOL_WEIGHTS = {"read": 30, "bash": 28, "edit": 18, "write": 5, "grep": 6, "find": 3, "ls": 3, "web_search": 3, "subagent": 2, "todo": 2}
+TOOL_USAGE_TOOLS = {"web_search", "subagent"}
+
+ERROR_MESSAGES = [
+    "Request was aborted.",
+    '400 {"type":"error","error":{"type":"invalid_request_error","message":"messages.12: `tool_use` ids were found without `tool_result` blocks immediately after"}}',
+    "529 Overloaded", "fetch failed: ECONNRESET", "Rate limit exceeded. Please retry after 20s.",
+    "Provider returned error: context_length_exceeded — 上限を超えました",
+]
+
+# --------------------------------------------------------------------------------------------
+# Profiles: rates per scale
+# --------------------------------------------------------------------------------------------
+
+
+class Profile:
+    def __init__(self, scale):
+        self.scale = scale
+        small = scale == "small"
+        self.small = small
+        # per user turn probabilities of side events
+        self.ev = {
+            "system_patch": 0.12 if small else 0.015,
+            "model_change": 0.10 if small else 0.02,
+            "virtual_model": 0.06 if small else 0.006,
+            "thinking_change": 0.10 if small else 0.03,
+            "cache_warm": 0.12 if small else 0.03,
+            "usage_unknown": 0.06 if small else 0.006,
+            "custom": 0.12 if small else 0.03,
+            "custom_message": 0.12 if small else 0.02,
+            "label": 0.10 if small else 0.01,
+            "session_info": 0.08 if small else 0.008,
+            "bash_exec": 0.12 if small else 0.03,
+            "context_edit": 0.20 if small else 0.02,
+            "branch": 0.15 if small else 0.015,
+            "compaction_random": 0.12 if small else 0.004,
+            "user_image": 0.06 if small else 0.02,
+        }
+        self.tool_usage = 0.5 if small else 0.3  # web_search/subagent results with usage
+        self.steps_mean = 2.0 if small else 4.0
+        self.abort = 0.04 if small else 0.015
+        self.error = 0.04 if small else 0.01
+        self.length = 0.03 if small else 0.005
+        self.think = 0.6
+        # sizes (chars): median, sigma, cap
+        if small:
+            self.sz = {"user": (90, 0.8, 1200), "text": (160, 0.8, 1500), "final": (300, 0.8, 2500), "think": (200, 0.8, 1500),
+                       "read": (500, 1.0, 6000), "bash": (250, 1.0, 4000), "summary": (400, 0.6, 2000), "image": (3000, 0.8, 24000),
+                       "section": (200, 0.6, 800), "custom": (150, 0.8, 1200)}
+        else:
+            self.sz = {"user": (160, 1.1, 30000), "text": (200, 0.9, 8000), "final": (900, 0.8, 20000), "think": (450, 1.0, 16000),
+                       "read": (2600, 1.2, 400000), "bash": (600, 1.5, 300000), "summary": (1800, 0.5, 12000),
+                       "image": (60000, 1.0, 400000), "section": (1800, 0.8, 12000), "custom": (300, 1.0, 8000)}
+
+    def session_target(self, rng):
+        if self.small:
+            return int(min(100_000, max(2_500, rng.lognormvariate(math.log(14_000), 0.9))))
+        return int(min(60_000_000, max(6_000, rng.lognormvariate(math.log(300_000), 1.75))))
+
+
+# --------------------------------------------------------------------------------------------
+# One session file being written
+# --------------------------------------------------------------------------------------------
+
+PROJECTS = [
+    (30, HOME + "/code/pisa"), (20, HOME + "/code/pi-mono"), (12, HOME + "/work/api-gateway"),
+    (8, HOME + "/work/billing-service"), (6, HOME + "/Projekte/Straße-app"), (5, HOME + "/code/日本語-notes"),
+    (4, HOME + "/code/my app"), (4, "/tmp/scratch"), (3, HOME), (3, "C:\\Users\\mira\\dev\\win-tool"),
+    (2, HOME + "/code/game:engine"), (4, HOME + "/code/ml-experiments"), (2, HOME + "/code/ml/experiments"),
+]
+
+ERA_RANGES = {  # (start, end) of header timestamps per file flavour
+    "v1": (ms_of(2025, 10, 1), ms_of(2025, 12, 10)),
+    "v2": (ms_of(2025, 12, 10), ms_of(2026, 1, 10)),
+    "v3legacy": (ms_of(2026, 1, 10), ms_of(2026, 3, 15)),
+    "v3": (ms_of(2026, 3, 15), ms_of(2026, 6, 15)),
+}
+
+CONTEXT_KINDS = ("user", "assistant", "toolResult", "custom_message")
+
+
+def weighted(rng, pairs):
+    tot = sum(w for w, _ in pairs)
+    x = rng.random() * tot
+    for w, v in pairs:
+        x -= w
+        if x < 0:
+            return v
+    return pairs[-1][1]
+
+
+def uuid4(rng):
+    h = "%032x" % rng.getrandbits(128)
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[rng.getrandbits(2)]}{h[17:20]}-{h[20:32]}"
+
+
+def uuid7(rng, ms):
+    h = "%012x" % (ms & ((1 << 48) - 1)) + "%020x" % rng.getrandbits(80)
+    return f"{h[:8]}-{h[8:12]}-7{h[13:16]}-{'89ab'[rng.getrandbits(2)]}{h[17:20]}-{h[20:32]}"
+
+
+class Session:
+    """Builds the lines of one session file while tracking Pi's tree (leaf, active path)."""
+
+    def __init__(self, gen, rng, era, cwd, start_ms, target):
+        self.g, self.rng, self.P, self.pools = gen, rng, gen.P, gen.pools
+        self.era = era  # v1 | v2 | v3legacy | v3
+        self.cwd = cwd
+        self.t = start_ms
+        self.target = target
+        self.lines = []
+        self.size = 0
+        self.ids = set()
+        self.meta = {}  # id -> [parentId, kind, tokens, line index]
+        self.order = []  # ids in file order
+        self.leaf = None
+        self.path = []
+        self.pidx = {}
+        self.ctx = 0  # estimated context tokens on the active path
+        self.cached = 0  # provider cache prefix
+        self.compactions = 0
+        self.features = Counter()
+        self.sys_sections = {}
+        self.sys_tools = {}
+        self.sys_content = []
+        self.has_system = False
+        self.thinking = "off"
+        self.model = None
+        self.virtual = None
+        self.labels = {}  # targetId -> (label, timestamp) like Pi's labelsById
+        self.omit_parent_once = False
+        self.v1_index = 0  # v1: index of the next entry in the file's entry list (header = 0)
+        self.v1_users = []
+        self.long_cache = rng.random() < 0.25
+        self.mult = 1.0
+        self.header = None
+        self.session_id = None
+        self.parent_session = None
+        self.kind = "session"
+        self.fork_of = None
+        self.inherited = None
+        self._last_edit_target = None
+        self.late_system = era == "v3legacy" and rng.random() < 0.3
+        self.forced = {}  # turn number -> [event names] (showcase sessions)
+
+    # -- low level -------------------------------------------------------------------------
+    def tick(self, lo, hi):
+        self.t += self.rng.randint(lo, hi)
+
+    def new_id(self):
+        while True:
+            i = "%08x" % self.rng.getrandbits(32)
+            if i not in self.ids:
+                self.ids.add(i)
+                return i
+
+    def _append_line(self, s):
+        assert "\\u0000usage" not in s, "usage placeholder left in a line"
+        self.lines.append(s)
+        self.size += len(s) + 1
+
+    def write_header(self, session_id, version, parent_session=None, v1_extra=None):
+        self.session_id = session_id
+        self.parent_session = parent_session
+        h = {"type": "session"}
+        if version is not None:
+            h["version"] = version
+        h["id"] = session_id
+        h["timestamp"] = iso(self.t)
+        h["cwd"] = self.cwd
+        if v1_extra:
+            h.update(v1_extra)
+        if parent_session is not None:
+            h["parentSession"] = parent_session
+        self.header = h
+        self._append_line(dumps(h))
+        self.v1_index = 1
+
+    def add(self, etype, fields, *, usage=None, kind="other", tokens=0, parent=Ellipsis, custom_order=False, ts=None, eid=None):
+        """Append an entry as child of the leaf (or `parent`), make it the leaf."""
+        ts = iso(self.t if ts is None else ts)
+        if self.era == "v1":
+            d = {"type": etype, "timestamp": ts}
+            d.update(fields)
+            self._append_line(dumps(d, usage))
+            idx = self.v1_index
+            self.v1_index += 1
+            self.ctx += tokens
+            if kind == "user":
+                self.v1_users.append(idx)
+            return idx
+        if eid is None:
+            eid = self.new_id()
+        par = self.leaf if parent is Ellipsis else parent
+        omit = self.omit_parent_once
+        self.omit_parent_once = False
+        if custom_order:
+            d = {"type": etype}
+            d.update(fields)
+            d["id"] = eid
+            if not omit:
+                d["parentId"] = par
+            d["timestamp"] = ts
+        else:
+            d = {"type": etype, "id": eid}
+            if not omit:
+                d["parentId"] = par
+            d["timestamp"] = ts
+            d.update(fields)
+        self._append_line(dumps(d, usage))
+        self.meta[eid] = [None if omit else par, kind, tokens, len(self.lines) - 1]
+        self.order.append(eid)
+        if par is not None and par != self.leaf:
+            # branching: the active path becomes root..par
+            self.set_path_to(par)
+        elif par is None and self.path:
+            self.path, self.pidx = [], {}
+        self.leaf = eid
+        self.pidx[eid] = len(self.path)
+        self.path.append(eid)
+        if kind == "compaction":
+            self.ctx = tokens
+        else:
+            self.ctx += tokens
+        return eid
+
+    def set_path_to(self, eid):
+        chain = []
+        cur = eid
+        while cur is not None:
+            chain.append(cur)
+            cur = self.meta[cur][0]
+        chain.reverse()
+        self.path = chain
+        self.pidx = {e: i for i, e in enumerate(chain)}
+        # recompute the context estimate from the latest compaction on the path
+        start = 0
+        for i in range(len(chain) - 1, -1, -1):
+            if self.meta[chain[i]][1] == "compaction":
+                start = i
+                break
+        self.ctx = sum(self.meta[e][2] for e in chain[start:])
+
+    # -- sizes -------------------------------------------------------------------------------
+    def n(self, key, mult=1.0):
+        med, sigma, cap = self.P.sz[key]
+        v = self.rng.lognormvariate(math.log(med * mult), sigma)
+        return int(max(8, min(cap * max(1.0, mult), v)))
+
+    # -- content builders --------------------------------------------------------------------
+    def image_block(self):
+        rng = self.rng
+        n = self.n("image", min(self.mult, 2.0))
+        if rng.random() < 0.6:
+            data, mime = "iVBORw0KGgoAAAANSUhEUgAA" + self.pools.b64_text(rng, n), "image/png"
+        else:
+            data, mime = "/9j/4AAQSkZJRgABAQAAAQABAAD/" + self.pools.b64_text(rng, n), "image/jpeg"
+        self.features["image"] += 1
+        return {"type": "image", "data": data, "mimeType": mime}, len(data)
+
+    def user_text(self):
+        rng = self.rng
+        n = self.n("user")
+        if rng.random() < 0.04:
+            n += self.n("bash", self.mult)  # pasted log
+            return self.pools.text(rng, n // 3) + "\n\n```\n" + self.pools.log_text(rng, n) + "```\n" + self.pools.text(rng, 60)
+        if rng.random() < 0.02:
+            return "@" + rng.choice(FILES) + ".ts " + self.pools.text(rng, n)
+        return self.pools.text(rng, n)
+
+    def tool_path(self):
+        rng = self.rng
+        r = rng.random()
+        f = rng.choice(FILES)
+        if r < 0.05:
+            return self.cwd.replace("\\", "/") + "/docs/説明-" + f + ".md"
+        if r < 0.5:
+            return "src/" + f + rng.choice((".ts", ".rs", ".py", ".md"))
+        return self.cwd + "/" + "packages/" + rng.choice(NOUNS) + "/src/" + f + ".ts"
+
+    def tool_call_id(self, n):
+        rng, a = self.rng, self.model.style if self.model else "anthropic"
+        if a == "anthropic":
+            return "toolu_01" + self.pools.alnum_text(rng, 22)
+        if a == "openai":
+            return "call_" + self.pools.alnum_text(rng, 24) + "|fc_" + "%048x" % rng.getrandbits(192)
+        if a == "google":
+            return "%s_%d_%d" % (n, self.t, rng.randint(0, 9))
+        return "call_" + self.pools.alnum_text(rng, 24)
+
+    def make_tool_call(self, tools):
+        rng = self.rng
+        names = [t for t in tools if t in TOOL_WEIGHTS] or ["read", "bash"]
+        name = weighted(rng, [(TOOL_WEIGHTS[t], t) for t in names])
+        if name == "read":
+            args = {"path": self.tool_path()}
+            if rng.random() < 0.2:
+                args["offset"] = rng.randint(1, 2000)
+                args["limit"] = rng.choice((50, 100, 200, 400))
+        elif name == "bash":
+            args = {"command": rng.choice(("cargo test", "npm run check", "git status", "git diff --stat", "ls -la",
+                                           "rg -n 'parentId' src/", "cargo build --release 2>&1 | tail -50",
+                                           "python3 -c \"print('héllo 世界')\"", "find . -name '*.jsonl' | head")) }
+            if rng.random() < 0.3:
+                args["timeout"] = rng.choice((30, 60, 120, 600))
+        elif name == "edit":
+            edits = []
+            for _ in range(1 if rng.random() < 0.7 else rng.randint(2, 4)):
+                edits.append({"oldText": self.pools.code_text(rng, self.n("text")),
+                              "newText": self.pools.code_text(rng, self.n("text"))})
+            args = {"path": self.tool_path(), "edits": edits}
+        elif name == "write":
+            args = {"path": self.tool_path(), "content": self.pools.code_text(rng, self.n("read", self.mult))}
+        elif name == "grep":
+            args = {"pattern": rng.choice(("parentId", "fn \\w+\\(", "TODO|FIXME", "firstKeptEntryId", "séance")),
+                    "path": "src", "ignoreCase": rng.random() < 0.3}
+            if rng.random() < 0.4:
+                args["glob"] = "*.rs"
+        elif name == "find":
+            args = {"pattern": "**/*." + rng.choice(("ts", "rs", "jsonl", "md")), "path": "."}
+        elif name == "ls":
+            args = {"path": rng.choice((".", "src", "packages/coding-agent", "データ"))}
+        elif name == "web_search":
+            args = {"query": rng.choice(("rust simd json parser", "polars lazy frame group by", "JSON.stringify key order",
+                                         "ユニコード 正規化", "commander vs clap")),
+                    "options": {"maxResults": rng.randint(3, 10), "recency": rng.choice(("day", "week", "any"))}}
+        elif name == "subagent":
+            args = {"task": self.pools.text(rng, self.n("user")), "model": "claude-haiku-4-5",
+                    "tools": rng.sample(["read", "grep", "find", "bash"], 2)}
+        else:
+            args = {"action": rng.choice(("add", "done", "list")), "text": self.pools.text(rng, 40)}
+        self.features["tool_call"] += 1
+        return {"type": "toolCall", "id": self.tool_call_id(name), "name": name, "arguments": args}
+
+    def tool_result_content(self, name, args):
+        """Returns (content blocks, details or None, isError, chars)."""
+        rng = self.rng
+        err = rng.random() < 0.05
+        if err:
+            txt = rng.choice(("ENOENT: no such file or directory, open '%s'" % args.get("path", "x"),
+                              "Command exited with code 1\n" + self.pools.log_text(rng, 300),
+                              "Could not find the exact text in the file. The old text must match exactly."))
+            return [{"type": "text", "text": txt}], None, True, len(txt)
+        details = None
+        if name == "read":
+            if rng.random() < 0.04:
+                img, n = self.image_block()
+                return [{"type": "text", "text": "Read image file [%s]" % img["mimeType"]}, img], None, False, 4800
+            txt = self.pools.code_text(rng, self.n("read", self.mult))
+            if rng.random() < 0.05:
+                details = {"truncation": {"truncated": True, "truncatedBy": "bytes", "totalLines": rng.randint(2000, 9000),
+                                          "outputLines": 2000, "content": txt[:200]}}
+        elif name == "bash":
+            txt = self.pools.log_text(rng, self.n("bash", self.mult))
+            if rng.random() < 0.05:
+                details = {"truncation": {"truncated": True, "truncatedBy": "lines"},
+                           "fullOutputPath": "/tmp/pi-bash-%08x.log" % rng.getrandbits(32)}
+        elif name == "edit":
+            txt = "Successfully replaced %d block(s) in %s." % (len(args.get("edits", [1])), args.get("path"))
+            details = {"diff": self.pools.code_text(rng, self.n("text")), "firstChangedLine": rng.randint(1, 900)}
+        elif name == "write":
+            txt = "Successfully wrote %d bytes to %s" % (len(args.get("content", "")), args.get("path"))
+        elif name in ("grep", "find", "ls"):
+            txt = self.pools.log_text(rng, self.n("bash"))
+        elif name in ("web_search", "subagent"):
+            txt = self.pools.text(rng, self.n("final"))
+        else:
+            txt = "Todo list updated: " + self.pools.text(rng, 80)
+        return [{"type": "text", "text": txt}], details, False, len(txt)
+
+    def thinking_block(self):
+        rng = self.rng
+        m = self.model
+        th = self.pools.text(rng, self.n("think"))
+        if m.style == "anthropic":
+            if rng.random() < 0.03:
+                self.features["thinking_redacted"] += 1
+                return {"type": "thinking", "thinking": "", "thinkingSignature": self.pools.b64_text(rng, 800), "redacted": True}, 200
+            return {"type": "thinking", "thinking": th, "thinkingSignature": self.pools.b64_text(rng, rng.randint(100, 1200))}, len(th)
+        if m.style == "openai":
+            sig = dumps({"id": "rs_" + "%048x" % rng.getrandbits(192), "type": "reasoning",
+                         "summary": [{"type": "summary_text", "text": th[:300]}],
+                         "encrypted_content": self.pools.b64_text(rng, rng.randint(200, 2000))})
+            return {"type": "thinking", "thinking": th, "thinkingSignature": sig}, len(th)
+        return {"type": "thinking", "thinking": th}, len(th)
+
+    # -- usage -------------------------------------------------------------------------------
+    def call_usage(self, model, out_tokens, think_tokens, *, style=None):
+        rng = self.rng
+        prompt = max(200, min(int(self.ctx), int(model.window * 0.97)))
+        st = style or model.style
+        cw1h = reasoning = None
+        total_override = None
+        if self.era == "v1":
+            cached = min(self.cached, prompt)
+            inp = rng.randint(1, 12) if cached else rng.randint(3, 4000)
+            cw = max(0, prompt - cached - inp)
+            u = usage_json(model, inp, out_tokens + think_tokens, cached, cw,
+                           style="legacy" if rng.random() < 0.5 else "anthropic", era="v1")
+            self.cached = prompt
+            return u, (inp, out_tokens + think_tokens, cached, cw)
+        out = out_tokens + think_tokens
+        if st == "anthropic":
+            cached = min(self.cached, prompt)
+            inp = rng.randint(1, 12) if cached else rng.randint(3, 2000)
+            cw = max(0, prompt - cached - inp)
+            cr = cached
+            if self.era == "v3":
+                if self.long_cache:
+                    cw1h = cw if rng.random() < 0.8 else cw // 2
+                if think_tokens and rng.random() < 0.5:
+                    reasoning = think_tokens
+        elif st in ("openai", "completions"):
+            cr = (min(self.cached, prompt) // 1024) * 1024 if self.cached > 1024 else 0
+            inp = prompt - cr
+            cw = 0
+            reasoning = think_tokens
+            if model.provider == "openrouter" and rng.random() < 0.5:
+                c = calc_cost(model, inp, out, cr, cw, None)[4]
+                total_override = round(c * rng.uniform(0.9, 1.15), 9)
+                if total_override == int(total_override):
+                    total_override = None
+                else:
+                    self.features["cost_total_from_provider"] += 1
+        else:  # google
+            cr = (prompt // 2) if (self.cached and rng.random() < 0.5) else 0
+            inp = prompt - cr
+            cw = 0
+            reasoning = think_tokens
+        if cw1h is not None:
+            self.features["cacheWrite1h"] += 1
+        u = usage_json(model, inp, out, cr, cw, cw1h=cw1h, reasoning=reasoning, style=st, era="v3",
+                       total_override=total_override)
+        self.cached = prompt
+        return u, (inp, out, cr, cw)
+
+    def side_usage(self, model, prompt, out):
+        """Usage of a summary call (compaction, branch_summary) or nested tool work."""
+        rng = self.rng
+        prompt = max(100, min(prompt, model.window))
+        if model.style == "anthropic":
+            return usage_json(model, prompt, out, 0, 0, era=self.era if self.era != "v3legacy" else "v3")
+        cr = rng.randint(0, prompt // 2) // 1024 * 1024
+        return usage_json(model, prompt - cr, out, cr, 0, reasoning=0, era="v3")
+
+    # -- system messages ----------------------------------------------------------------------
+    def initial_system(self):
+        rng = self.rng
+        P = self.P
+        sections = {"preamble": "You are an expert coding assistant operating inside pi, a coding agent harness. " + self.pools.text(rng, self.n("section")),
+                    "tools": "", "guidelines": self.pools.text(rng, self.n("section")), "cwd": "Current working directory: " + self.cwd}
+        tools = CORE_TOOLS + [t for t in EXTRA_TOOLS if rng.random() < (0.5 if P.small else 0.35)]
+        sections["tools"] = "<tools>\n" + "\n".join("- %s: %s" % (t, TOOLS[t]["description"][:60]) for t in tools) + "\n</tools>"
+        if rng.random() < 0.5:
+            sections["agents_md"] = "# AGENTS.md\n\n" + self.pools.text(rng, self.n("section") * (1 if P.small else 3))
+        if rng.random() < 0.3:
+            sections["skills"] = "<skills>\n" + self.pools.text(rng, self.n("section")) + "\n</skills>"
+        sections["date"] = "Current date: " + iso(self.t)[:10]
+        decls = [TOOLS[t] for t in tools]
+        self.sys_sections = dict(sections)
+        self.sys_tools = {d["name"]: d for d in decls}
+        self.has_system = True
+        msg = {"role": "system", "content": "", "sections": sections, "toolsAdded": decls, "timestamp": self.t}
+        tok = (sum(len(v) for v in sections.values()) + len(dumps(decls))) // 4
+        self.features["system_initial"] += 1
+        self.add("message", {"message": msg}, kind="system", tokens=tok)
+
+    def system_patch(self):
+        rng = self.rng
+        msg = {"role": "system", "content": ""}
+        sections = {}
+        r = rng.random()
+        if r < 0.4 or not self.sys_sections:
+            name = rng.choice(("skills", "agents_md", "plan_mode", "memory", "extension:lint"))
+            sections[name] = self.pools.text(rng, self.n("section"))
+        elif r < 0.7:
+            name = rng.choice(list(self.sys_sections))
+            sections[name] = None
+            self.features["system_section_removed"] += 1
+        else:
+            name = rng.choice(list(self.sys_sections))
+            sections[name] = self.pools.text(rng, self.n("section"))
+        if rng.random() < 0.2:
+            msg["content"] = "Additional instructions: " + self.pools.text(rng, 120)
+            self.sys_content.append(msg["content"])
+        msg["sections"] = sections
+        for k, v in sections.items():
+            if v is None:
+                self.sys_sections.pop(k, None)
+            else:
+                self.sys_sections[k] = v
+        r = rng.random()
+        if r < 0.35:
+            cand = [t for t in EXTRA_TOOLS if t not in self.sys_tools]
+            if cand:
+                t = rng.choice(cand)
+                msg["toolsAdded"] = [TOOLS[t]]
+                self.sys_tools[t] = TOOLS[t]
+        elif r < 0.6:
+            cand = [t for t in self.sys_tools if t not in ("read", "bash")]
+            if cand:
+                t = rng.choice(cand)
+                msg["toolsRemoved"] = [{"name": t}]
+                del self.sys_tools[t]
+        msg["timestamp"] = self.t
+        self.features["system_patch"] += 1
+        self.add("message", {"message": msg}, kind="system", tokens=len(dumps(msg)) // 4)
+
+    def current_system_message(self, ts):
+        m = {"role": "system", "content": "\n\n".join(self.sys_content)}
+        if self.sys_sections:
+            m["sections"] = dict(self.sys_sections)
+        if self.sys_tools:
+            m["toolsAdded"] = list(self.sys_tools.values())
+        m["timestamp"] = ts
+        return m
+
+    # -- turns -------------------------------------------------------------------------------
+    def user_message(self):
+        rng = self.rng
+        txt = self.user_text()
+        tok = len(txt) // 4
+        if self.era == "v1" or rng.random() < 0.7 or self.era == "v2":
+            content = [{"type": "text", "text": txt}]
+            if self.era != "v1" and rng.random() < self.P.ev["user_image"]:
+                for _ in range(1 if rng.random() < 0.8 else 2):
+                    img, _n = self.image_block()
+                    content.append(img)
+                    tok += 1200
+                self.features["user_image"] += 1
+        else:
+            content = txt
+            self.features["user_content_string"] += 1
+        self.tick(5_000, 600_000 if not self.P.small else 60_000)
+        if rng.random() < 0.01:
+            self.tick(3_600_000, 3 * 86_400_000)  # came back hours/days later
+            self.features["long_gap"] += 1
+        mts = self.t
+        self.tick(1, 40)
+        return self.add("message", {"message": {"role": "user", "content": content, "timestamp": mts}}, kind="user", tokens=tok)
+
+    def assistant_message(self, final, tools):
+        rng = self.rng
+        P = self.P
+        m = self.model
+        blocks = []
+        think_chars = 0
+        out_chars = 0
+        if self.thinking != "off" and m.reasoning and rng.random() < P.think:
+            b, c = self.thinking_block()
+            blocks.append(b)
+            think_chars += c
+            self.features["thinking"] += 1
+        if final or rng.random() < 0.5:
+            t = self.pools.text(rng, self.n("final" if final else "text"))
+            b = {"type": "text", "text": t}
+            if m.style == "openai" and rng.random() < 0.5:
+                b["textSignature"] = dumps({"v": 1, "id": "msg_" + "%048x" % rng.getrandbits(192), "phase": "final_answer" if final else "commentary"})
+            blocks.append(b)
+            out_chars += len(t)
+        calls = []
+        if not final:
+            for _ in range(1 + (rng.random() < 0.25) + (rng.random() < 0.1)):
+                c = self.make_tool_call(tools)
+                calls.append(c)
+                blocks.append(c)
+                out_chars += len(c["name"]) + len(dumps(c["arguments"]))
+        stop = "toolUse" if calls else "stop"
+        r = rng.random()
+        error_message = None
+        mts = self.t
+        self.tick(800, 90_000)
+        if self.era == "v1":
+            mts = self.t - rng.randint(500, 60_000)
+        if r < P.abort:
+            stop = "aborted"
+            blocks = [b for b in blocks if b["type"] != "toolCall"][:1]
+            calls = []
+            error_message = "Request was aborted." if rng.random() < 0.7 else "Operation aborted"
+            if rng.random() < 0.5:
+                usage = ZERO_USAGE_V1 if self.era == "v1" else ZERO_USAGE_V3
+                self.features["zero_usage"] += 1
+            else:
+                usage, _ = self.call_usage(m, max(1, out_chars // 8), think_chars // 8)
+            self.features["stop_aborted"] += 1
+        elif r < P.abort + P.error:
+            stop = "error"
+            blocks, calls = [], []
+            error_message = rng.choice(ERROR_MESSAGES)
+            usage = ZERO_USAGE_V1 if self.era == "v1" else ZERO_USAGE_V3
+            self.features["zero_usage"] += 1
+            self.features["stop_error"] += 1
+        else:
+            if final and r < P.abort + P.error + P.length:
+                stop = "length"
+                self.features["stop_length"] += 1
+            usage, _ = self.call_usage(m, out_chars // 4 + 1, (think_chars + 3) // 4)
+        msg = {"role": "assistant", "content": blocks, "api": m.api, "provider": m.provider, "model": m.id,
+               "usage": USAGE_PH, "stopReason": stop, "timestamp": mts}
+        if self.era == "v3":
+            if m.style == "anthropic" and rng.random() < 0.7:
+                msg["responseId"] = "msg_01" + self.pools.alnum_text(rng, 22)
+            elif m.style == "openai":
+                msg["responseId"] = "resp_" + "%048x" % rng.getrandbits(192)
+            if m.id == "openrouter/auto" and stop not in ("error",):
+                msg["responseModel"] = rng.choice(OPENROUTER_AUTO_TARGETS)
+                self.features["responseModel"] += 1
+            elif m.id in ANTHROPIC_FALLBACKS and rng.random() < 0.02:
+                msg["responseModel"] = ANTHROPIC_FALLBACKS[m.id]
+                self.features["responseModel"] += 1
+            elif rng.random() < 0.01:
+                msg["responseModel"] = m.id  # provider reported the requested model
+                self.features["responseModel_same"] += 1
+            msg["thinkingLevel"] = self.thinking
+        if error_message:
+            msg["errorMessage"] = error_message
+        self.features["assistant"] += 1
+        tok = (out_chars + think_chars) // 4
+        self.add("message", {"message": msg}, usage=usage, kind="assistant", tokens=tok)
+        return calls, stop
+
+    def tool_results(self, calls):
+        rng = self.rng
+        for c in calls:
+            content, details, is_err, chars = self.tool_result_content(c["name"], c["arguments"])
+            mts = self.t
+            self.tick(30, 30_000 if c["name"] in ("bash", "subagent", "web_search") else 400)
+            msg = {"role": "toolResult", "toolCallId": c["id"], "toolName": c["name"], "content": content}
+            if details is not None:
+                msg["details"] = details
+            usage = None
+            if self.era in ("v3", "v3legacy") and c["name"] in TOOL_USAGE_TOOLS and not is_err and rng.random() < self.P.tool_usage:
+                sub = MODEL_BY_KEY[("anthropic", "claude-haiku-4-5")] if rng.random() < 0.6 else MODEL_BY_KEY[("openai", "gpt-5-mini")]
+                msg["usage"] = USAGE_PH
+                usage = self.side_usage(sub, rng.randint(2000, 60000), rng.randint(100, 3000))
+                self.features["tool_result_usage"] += 1
+                if rng.random() < 0.2:
+                    msg["nestedCalls"] = {"calls": [{"id": "n%d" % i, "name": rng.choice(("read", "grep")), "status": "ok",
+                                                     "durationMs": rng.randint(3, 900)} for i in range(rng.randint(1, 3))],
+                                          "complete": True}
+            msg["isError"] = is_err
+            if self.era == "v3" and rng.random() < 0.5:
+                msg["durationMs"] = rng.randint(2, 20000)
+            msg["timestamp"] = mts
+            self.features["tool_result"] += 1
+            if is_err:
+                self.features["tool_result_error"] += 1
+            self.add("message", {"message": msg}, usage=usage, kind="toolResult", tokens=chars // 4)
+
+    def agent_turn(self):
+        rng = self.rng
+        tools = list(self.sys_tools) if self.sys_tools else CORE_TOOLS + ["grep"]
+        steps = max(1, min(40, int(rng.expovariate(1 / self.P.steps_mean)) + 1))
+        for i in range(steps):
+            final = i == steps - 1
+            calls, stop = self.assistant_message(final, tools)
+            if stop in ("aborted", "error"):
+                if stop == "error" and rng.random() < 0.6:
+                    self.tick(1000, 20_000)
+                    self.assistant_message(True, tools)  # retry succeeded
+                    self.features["retry_after_error"] += 1
+                return
+            if calls:
+                self.tool_results(calls)
+
+    # -- side events ---------------------------------------------------------------------------
+    def model_change(self, virtual=False):
+        rng = self.rng
+        self.tick(500, 20_000)
+        if virtual:
+            prov, mid = rng.choice(VIRTUAL_MODELS)
+            self.virtual = (prov, mid)
+            self.add("model_change", {"provider": prov, "modelId": mid})
+            self.features["model_change_virtual"] += 1
+            if self.era == "v3" and rng.random() < 0.7:
+                self.add("custom", {"customType": "pi.virtual-model-state",
+                                    "data": {"provider": prov, "modelId": mid, "state": {"route": rng.choice(("fast", "deep")), "turns": rng.randint(0, 40)}}},
+                         custom_order=True)
+                self.features["custom"] += 1
+            # the router dispatches to a physical model
+            self.model = weighted(rng, MODELS[:9])
+            return
+        self.virtual = None
+        self.model = weighted(rng, MODELS)
+        self.cached = 0
+        self.add("model_change", {"provider": self.model.provider, "modelId": self.model.id})
+        self.features["model_change"] += 1
+
+    def thinking_change(self):
+        self.tick(500, 20_000)
+        self.thinking = self.rng.choice(THINKING_LEVELS)
+        self.add("thinking_level_change", {"thinkingLevel": self.thinking})
+        self.features["thinking_level_change"] += 1
+
+    def usage_entry(self, unknown=False, tiny=False):
+        rng = self.rng
+        self.tick(1000, 300_000)
+        if unknown:
+            kind = rng.choice(("title_generation", "embedding", "x-rerank", "classifier", "speech"))
+            m = weighted(rng, MODELS[:10])
+            f = {"kind": kind, "provider": m.provider, "model": m.id, "usage": USAGE_PH}
+            if tiny or rng.random() < 0.2:
+                # a few tokens on a cheap model: costs below 1e-6 print as 7.5e-7 in JavaScript
+                m = MODEL_BY_KEY[("openai", "gpt-5-mini")]
+                f["provider"], f["model"] = m.provider, m.id
+                u = usage_json(m, rng.randint(1, 3), 0, rng.randint(0, 4), 0, reasoning=0, era="v3")
+                self.features["usage_tiny_cost"] += 1
+            else:
+                u = self.side_usage(m, rng.randint(50, 4000), rng.randint(1, 200))
+            if rng.random() < 0.5:
+                f["note"] = rng.choice(("session title", "semantic index of 42 files", "routing décision"))
+            self.features["usage_unknown_kind"] += 1
+        else:
+            m = self.model if self.model.style == "anthropic" else MODEL_BY_KEY[("anthropic", "claude-sonnet-4-5")]
+            prompt = max(1000, min(int(self.ctx), m.window))
+            u = usage_json(m, 0, rng.choice((0, 1)), prompt, 0 if rng.random() < 0.8 else rng.randint(10, 500), era="v3")
+            f = {"kind": "cache_warm", "provider": m.provider, "model": m.id, "usage": USAGE_PH}
+            self.features["usage_cache_warm"] += 1
+        self.add("usage", f, usage=u)
+
+    def custom_entry(self):
+        rng = self.rng
+        self.tick(10, 5000)
+        r = rng.random()
+        if r < 0.4:
+            ct, data = "todo", {"items": [{"text": self.pools.text(rng, 40), "done": rng.random() < 0.5} for _ in range(rng.randint(1, 6))]}
+        elif r < 0.7:
+            ct, data = "git-checkpoint", {"commit": "%040x" % rng.getrandbits(160), "files": [self.tool_path() for _ in range(rng.randint(1, 4))], "dirty": rng.random() < 0.3}
+        elif r < 0.9:
+            ct, data = "plan-mode", {"enabled": rng.random() < 0.5, "plan": self.pools.text(rng, self.n("custom"))}
+        else:
+            ct, data = "ext:metrics", {"latencyMs": rng.randint(10, 9000), "ratio": round(rng.uniform(0.01, 0.99), 3), "tags": ["ü", "测试"]}
+        self.add("custom", {"customType": ct, "data": data}, custom_order=True)
+        self.features["custom"] += 1
+
+    def custom_message(self):
+        rng = self.rng
+        self.tick(10, 5000)
+        txt = self.pools.text(rng, self.n("custom"))
+        ct = rng.choice(("pi.skill", "reminder", "lint-report", "memory"))
+        display = rng.random() < 0.6
+        if self.era == "v2":
+            msg = {"role": "hookMessage", "customType": ct, "content": txt if rng.random() < 0.5 else [{"type": "text", "text": txt}],
+                   "display": display, "timestamp": self.t}
+            if rng.random() < 0.3:
+                msg["details"] = {"source": "hook"}
+            self.features["hookMessage"] += 1
+            return self.add("message", {"message": msg}, kind="custom_message", tokens=len(txt) // 4)
+        content = txt if rng.random() < 0.5 else [{"type": "text", "text": txt}]
+        f = {"customType": ct, "content": content, "display": display}
+        if rng.random() < 0.3:
+            f["details"] = {"severity": rng.choice(("info", "warn")), "count": rng.randint(1, 20)}
+        self.features["custom_message"] += 1
+        return self.add("custom_message", f, kind="custom_message", tokens=len(txt) // 4, custom_order=True)
+
+    def label(self):
+        rng = self.rng
+        if not self.order:
+            return
+        target = rng.choice(self.order[-50:])
+        self.tick(100, 60_000)
+        f = {"targetId": target}
+        if rng.random() < 0.85 or target not in self.labels:
+            f["label"] = rng.choice(("checkpoint", "good state", "before refactor", "✅ tests pass", "分岐点"))
+            self.labels[target] = (f["label"], iso(self.t))
+        else:
+            self.labels.pop(target, None)
+            self.features["label_cleared"] += 1
+        self.add("label", f, kind="label")
+        self.features["label"] += 1
+
+    def session_info(self):
+        rng = self.rng
+        self.tick(100, 60_000)
+        r = rng.random()
+        if r < 0.1:
+            name = ""
+            self.features["session_info_cleared"] += 1
+        else:
+            name = rng.choice(("Refactor auth module", "Fix parser bug", "pisa: usage frame", "Straße-App Migration",
+                               "デバッグ作業", "perf 🚀", "Review PR #1234")) + ("" if r < 0.6 else " " + self.pools.text(rng, 20))
+            name = re.sub(r"[\r\n]+", " ", name).strip()
+        self.add("session_info", {"name": name})
+        self.features["session_info"] += 1
+
+    def bash_execution(self):
+        rng = self.rng
+        self.tick(1000, 120_000)
+        out = self.pools.log_text(rng, self.n("bash", self.mult))
+        cancelled = rng.random() < 0.1
+        msg = {"role": "bashExecution", "command": rng.choice(("ls", "git status", "cargo test 2>&1 | tail", "npm test", "echo 'héllo'"))}
+        msg["output"] = out
+        if not cancelled:
+            msg["exitCode"] = rng.choice((0, 0, 0, 1, 2, 127))
+        msg["cancelled"] = cancelled
+        msg["truncated"] = rng.random() < 0.1
+        if msg["truncated"]:
+            msg["fullOutputPath"] = "/tmp/pi-bash-%08x.log" % rng.getrandbits(32)
+        if self.era == "v3" and rng.random() < 0.2:
+            msg["excludeFromContext"] = True
+            self.features["bash_exclude_from_context"] += 1
+        msg["timestamp"] = self.t
+        self.features["bashExecution"] += 1
+        self.add("message", {"message": msg}, kind="bash", tokens=len(out) // 4)
+
+    def context_edit(self):
+        rng = self.rng
+        cands = [e for e in self.path[-400:] if self.meta[e][1] in CONTEXT_KINDS]
+        if not cands:
+            return
+        if rng.random() < 0.2 and getattr(self, "_last_edit_target", None) in self.pidx:
+            target = self._last_edit_target
+            self.features["context_edit_same_target"] += 1
+        else:
+            target = rng.choice(cands)
+        self._last_edit_target = target
+        kind = self.meta[target][1]
+        r = rng.random()
+        self.tick(100, 30_000)
+        if r < 0.35:
+            rep = None
+            self.features["context_edit_null"] += 1
+        elif r < 0.7:
+            txt = "[edited] " + self.pools.text(rng, self.n("text"))
+            if kind in ("assistant", "toolResult") and rng.random() < 0.9:
+                rep = {"content": [{"type": "text", "text": txt}]}  # what appendContextEdit writes
+                self.features["context_edit_string_normalized"] += 1
+            else:
+                rep = {"content": txt}
+                self.features["context_edit_string"] += 1
+        else:
+            blocks = [{"type": "text", "text": self.pools.text(rng, self.n("text"))}]
+            if kind == "user" and rng.random() < 0.2:
+                img, _n = self.image_block()
+                blocks.append(img)
+            rep = {"content": blocks}
+            self.features["context_edit_array"] += 1
+        self.features["context_edit"] += 1
+        self.features["context_edit_target_" + kind] += 1
+        self.add("context_edit", {"targetId": target, "replacement": rep}, kind="context_edit")
+
+    def branch(self, summary=None):
+        """Move the leaf back to an earlier entry (abandoning billed work), maybe with a summary."""
+        rng = self.rng
+        if len(self.path) < 6:
+            return
+        lo = max(1, len(self.path) - 120)
+        cands = [i for i in range(lo, len(self.path) - 2) if self.meta[self.path[i]][1] in ("user", "assistant", "toolResult")]
+        if not cands:
+            return
+        i = rng.choice(cands)
+        point = self.path[i]
+        if self.meta[point][1] == "user":  # re-edit a user message: continue from its parent
+            point = self.meta[point][0]
+            if point is None:
+                return
+        old_leaf = self.leaf
+        self.tick(2000, 120_000)
+        self.features["branch"] += 1
+        if (rng.random() < 0.5) if summary is None else summary:
+            summ = self.pools.text(rng, self.n("summary"))
+            f = {"fromId": old_leaf, "summary": summ,
+                 "details": {"readFiles": [self.tool_path() for _ in range(rng.randint(0, 3))], "modifiedFiles": [self.tool_path()]}}
+            u = None
+            if rng.random() < 0.8:
+                f["usage"] = USAGE_PH
+                u = self.side_usage(self.model, int(self.ctx), len(summ) // 4)
+                self.features["branch_summary_usage"] += 1
+            f["fromHook"] = False
+            self.add("branch_summary", f, usage=u, kind="branch_summary", tokens=len(summ) // 4, parent=point)
+            self.features["branch_summary"] += 1
+        else:
+            self.set_path_to(point)
+            self.leaf = point
+            self.features["branch_plain"] += 1
+
+    def new_root(self):
+        """resetLeaf()/branchWithSummary(null): a later entry becomes another root."""
+        rng = self.rng
+        self.tick(2000, 60_000)
+        old = self.leaf
+        if rng.random() < 0.5:
+            summ = self.pools.text(rng, 200)
+            self.add("branch_summary", {"fromId": old or "root", "summary": summ, "fromHook": False},
+                     kind="branch_summary", tokens=len(summ) // 4, parent=None)
+        else:
+            self.path, self.pidx, self.leaf, self.ctx = [], {}, None, 0
+        self.features["new_root"] += 1
+
+    def compaction(self, force_mode=None):
+        rng = self.rng
+        if self.compactions >= 3 or (len(self.path) < 4 if self.era != "v1" else not self.v1_users):
+            return
+        self.compactions += 1
+        self.tick(5000, 90_000)
+        summ = "## Goal\n" + self.pools.text(rng, self.n("summary")) + "\n\n## Progress\n" + self.pools.text(rng, self.n("summary") // 2)
+        tokens_before = int(self.ctx)
+        if self.era == "v1":
+            if not self.v1_users:
+                return
+            cands = self.v1_users[-6:]
+            idx = rng.choice(cands)
+            self.features["compaction"] += 1
+            self.features["compaction_v1_index"] += 1
+            kept = (self.ctx * rng.uniform(0.05, 0.3))
+            self.add("compaction", {"summary": summ, "firstKeptEntryIndex": idx, "tokensBefore": tokens_before},
+                     kind="compaction", tokens=int(kept) + len(summ) // 4)
+            self.ctx = int(kept) + len(summ) // 4
+            return
+        # choose what to keep
+        r = rng.random()
+        last_comp = 0
+        for i in range(len(self.path) - 1, -1, -1):
+            if self.meta[self.path[i]][1] == "compaction":
+                last_comp = i
+                break
+        mode = "real"
+        if r < 0.15:
+            mode = "none"
+        elif r < 0.27:
+            mode = "offpath"
+        if force_mode:
+            mode = "real" if force_mode == "older" else force_mode
+        first_kept = None
+        kept_tokens = 0
+        if mode == "real":
+            older = [i for i in range(0, last_comp) if self.meta[self.path[i]][1] == "user"] if last_comp else []
+            users = [i for i in range(last_comp + 1, len(self.path)) if self.meta[self.path[i]][1] == "user"]
+            if older and (force_mode == "older" or (force_mode is None and rng.random() < 0.25)):
+                i = older[-1]  # the kept range reaches back over the previous compaction
+                self.features["compaction_keeps_older_compaction"] += 1
+            elif users:
+                i = users[-min(len(users), rng.randint(1, 3))]
+            else:
+                i = None
+                mode = "none"
+            if i is not None:
+                first_kept = self.path[i]
+                kept_tokens = sum(self.meta[e][2] for e in self.path[i:] if self.meta[e][1] != "system")
+        if mode == "offpath":
+            off = [e for e in self.order[-300:] if e not in self.pidx and self.meta[e][1] != "label"]
+            if off:
+                first_kept = rng.choice(off)
+                self.features["compaction_first_kept_off_path"] += 1
+            else:
+                first_kept = "%08x" % rng.getrandbits(32)
+                while first_kept in self.ids:
+                    first_kept = "%08x" % rng.getrandbits(32)
+                self.features["compaction_first_kept_missing"] += 1
+        if mode == "real":
+            self.features["compaction_first_kept_on_path"] += 1
+        # retain-none: firstKeptEntryId = own id; ids are drawn inside add(), so pre-draw here
+        own = None
+        if mode == "none":
+            own = self.new_id()
+            first_kept = own
+            self.features["compaction_retain_none"] += 1
+        f = {"summary": summ, "firstKeptEntryId": first_kept, "tokensBefore": tokens_before}
+        if rng.random() < 0.8:
+            f["details"] = {"readFiles": [self.tool_path() for _ in range(rng.randint(0, 4))],
+                            "modifiedFiles": [self.tool_path() for _ in range(rng.randint(0, 3))]}
+        u = None
+        if rng.random() < 0.75:
+            f["usage"] = USAGE_PH
+            u = self.side_usage(self.model, tokens_before, len(summ) // 4)
+            self.features["compaction_usage"] += 1
+        if rng.random() < 0.7:
+            f["fromHook"] = rng.random() < 0.1
+        sys_tok = 0
+        if self.era in ("v3", "v3legacy") and self.has_system and rng.random() < 0.8:
+            sm = self.current_system_message(self.t)
+            f["systemMessage"] = sm
+            sys_tok = len(dumps(sm)) // 4
+            self.features["compaction_system_message"] += 1
+        self.features["compaction"] += 1
+        after = len(summ) // 4 + sys_tok + kept_tokens
+        self.add("compaction", f, usage=u, kind="compaction", tokens=after, eid=own)
+        self.cached = 0
+
+    def forced_event(self, name):
+        if name.startswith("compaction:"):
+            self.compaction(force_mode=name.split(":")[1])
+        elif name == "branch_summary":
+            self.branch(summary=True)
+        elif name == "branch":
+            self.branch(summary=False)
+        elif name == "usage_tiny":
+            self.usage_entry(unknown=True, tiny=True)
+        else:
+            getattr(self, name)()
+        self.features["showcase_event"] += 1
+
+    # -- driving ---------------------------------------------------------------------------------
+    def run_turns(self, min_turns=1):
+        rng = self.rng
+        P = self.P
+        ev = P.ev
+        turns = 0
+        while self.size < self.target or turns < min_turns:
+            turns += 1
+            for ev_name in self.forced.get(turns, ()):
+                self.forced_event(ev_name)
+            if self.era != "v1":
+                if self.late_system and not self.has_system and turns > 1:
+                    self.initial_system()  # an old session resumed by a newer Pi declares its prompt late
+                    self.features["system_late"] += 1
+                if self.has_system and rng.random() < ev["system_patch"]:
+                    self.system_patch()
+                if rng.random() < ev["model_change"]:
+                    self.model_change()
+                if self.era == "v3" and rng.random() < ev["virtual_model"]:
+                    self.model_change(virtual=True)
+                if rng.random() < ev["thinking_change"]:
+                    self.thinking_change()
+                if self.era in ("v3", "v3legacy"):
+                    if rng.random() < ev["cache_warm"] and self.model.style == "anthropic":
+                        self.usage_entry()
+                    if rng.random() < ev["usage_unknown"]:
+                        self.usage_entry(unknown=True)
+                    if rng.random() < ev["session_info"]:
+                        self.session_info()
+                if rng.random() < ev["custom"]:
+                    self.custom_entry()
+                if rng.random() < ev["custom_message"]:
+                    self.custom_message()
+                if rng.random() < ev["label"]:
+                    self.label()
+                if self.era in ("v3", "v3legacy") and rng.random() < ev["context_edit"]:
+                    self.context_edit()
+                if rng.random() < ev["branch"]:
+                    self.branch()
+                elif rng.random() < ev["branch"] * 0.04:
+                    self.new_root()
+            else:
+                if rng.random() < ev["model_change"]:
+                    self.model_change()
+                if rng.random() < ev["thinking_change"]:
+                    self.thinking_change()
+            if rng.random() < ev["bash_exec"]:
+                self.bash_execution()
+            if self.ctx > self.model.window * 0.8 or rng.random() < ev["compaction_random"]:
+                self.compaction()
+            self.user_message()
+            self.agent_turn()
+        return turns
+
+
+# The first session files of every corpus: each feature at least once, whatever the size.
+# ("new", era, min_turns, {turn: [events]}) or ("fork", how, index of the source in this list)
+SHOWCASE = [
+    ("new", "v1", 7, {3: ["compaction:real"], 6: ["compaction:real"], 2: ["bash_execution"]}),
+    ("fork", "forkFrom", 0),
+    ("new", "v2", 6, {2: ["custom_message", "label"], 3: ["compaction:real"], 5: ["branch_summary"]}),
+    ("fork", "forkFrom", 2),
+    ("new", "v3", 10, {2: ["compaction:real", "usage_tiny", "custom_message"], 3: ["branch_summary", "context_edit"],
+                       4: ["compaction:none", "label", "session_info"], 5: ["context_edit", "system_patch"],
+                       6: ["compaction:older", "custom_entry"], 7: ["branch", "usage_entry"], 8: ["context_edit", "new_root"],
+                       9: ["label", "bash_execution"]}),
+    ("fork", "branched", 4),
+    ("new", "v3", 6, {2: ["compaction:offpath"], 3: ["branch_summary"], 4: ["compaction:offpath"], 5: ["context_edit"]}),
+    ("fork", "forkFrom_cross_project", 6),
+    ("new", "v3legacy", 5, {3: ["context_edit", "usage_entry"]}),
+    ("fork", "clone_no_parent", 4),
+    ("fork", "branched", 5),
+]
+
+# --------------------------------------------------------------------------------------------
+# Corpus generator
+# --------------------------------------------------------------------------------------------
+
+
+class Generator:
+    def __init__(self, out, seed, scale):
+        self.out = out
+        self.seed = seed
+        self.scale = scale
+        self.P = Profile(scale)
+        self.pools = Pools(seed, scale)
+        self.files = []  # manifest rows
+        self.cache = []  # recent sessions that may be forked
+        self.total_bytes = 0
+        self.total_lines = 0
+        self.session_files = 0
+        self.made_dirs = set()
+
+    # -- output ------------------------------------------------------------------------------
+    def write_file(self, rel, data, row):
+        path = os.path.join(self.out, rel)
+        d = os.path.dirname(path)
+        if d not in self.made_dirs:
+            os.makedirs(d, exist_ok=True)
+            self.made_dirs.add(d)
+        n = lines = 0
+        with open(path, "wb", buffering=0) as f:
+            if isinstance(data, (bytes, bytearray)):
+                f.write(data)
+                n = len(data)
+                lines = data.count(b"\n") + (1 if n and not data.endswith(b"\n") else 0)
+            else:  # a list of complete lines: encode and write in chunks of about 8 MB
+                batch, size = [], 0
+                for line in data + [None]:
+                    if line is not None:
+                        batch.append(line)
+                        size += len(line)
+                    if batch and (line is None or size >= 8_000_000):
+                        chunk = ("\n".join(batch) + "\n").encode("utf-8")
+                        f.write(chunk)
+                        n += len(chunk)
+                        lines += len(batch)
+                        batch, size = [], 0
+        row["path"] = rel
+        row["bytes"] = n
+        row["lines"] = lines
+        self.files.append(row)
+        self.total_bytes += n
+        self.total_lines += lines
+        return n
+
+    @staticmethod
+    def rel_for(cwd, header_ms, sid):
+        return folder_for_cwd(cwd) + "/" + iso(header_ms).replace(":", "-").replace(".", "-") + "_" + sid + ".jsonl"
+
+    def emit_session(self, s: Session, rel, *, damage=None, extra=None):
+        row = {"kind": s.kind, "expect": "ok", "sessionId": s.session_id, "version": s.header.get("version"),
+               "cwd": s.cwd, "parentSession": s.parent_session, "forkOf": s.fork_of,
+               "features": dict(sorted(s.features.items())), "damage": damage}
+        if s.inherited:
+            row["inheritedFeatures"] = dict(s.inherited)
+        if extra:
+            row.update(extra)
+        data = s.lines
+        if damage:
+            data = self.apply_damage(s, ("\n".join(s.lines) + "\n").encode("utf-8"), damage, row)
+        self.write_file(rel, data, row)
+        self.session_files += 1
+
+    # -- sessions ------------------------------------------------------------------------------
+    def pick_project(self, rng):
+        return weighted(rng, PROJECTS)
+
+    def new_session(self, idx, era=None, target=None, rng=None, forced=None, min_turns=1):
+        rng = rng or random.Random(f"{self.seed}:session:{idx}")
+        P = self.P
+        if era is None:
+            era = weighted(rng, [(5, "v1"), (5, "v2"), (15, "v3legacy"), (75, "v3")])
+        cwd = self.pick_project(rng)
+        lo, hi = ERA_RANGES[era]
+        start = rng.randint(lo, hi)
+        target = target or P.session_target(rng)
+        s = Session(self, rng, era, cwd, start, target)
+        if forced:
+            s.forced = forced
+            if era == "v3legacy":
+                s.late_system = True
+        s.mult = max(0.6, min(4.0, (target / 2_000_000) ** 0.4)) if not P.small else 1.0
+        s.model = weighted(rng, MODELS)
+        if era == "v1":
+            m = MODEL_BY_KEY[("anthropic", rng.choice(V1_MODELS[:2]))] if rng.random() < 0.8 else MODEL_BY_KEY[("openai", "gpt-5.1-codex")]
+            s.model = m
+            s.thinking = rng.choice(("off", "off", "low", "medium"))
+            extra = {"provider": m.provider, "modelId": m.id, "thinkingLevel": s.thinking}
+            if rng.random() < 0.2:
+                extra["branchedFrom"] = SESSIONS_ROOT + "/" + self.rel_for(cwd, start - rng.randint(60_000, 3_600_000), uuid4(rng))
+                s.features["v1_branchedFrom"] += 1
+            s.write_header(uuid4(rng), None, v1_extra=extra)
+            s.kind = "v1"
+            s.features["v1"] += 1
+        elif era == "v2":
+            s.write_header(uuid4(rng), 2)
+            s.kind = "v2"
+            s.features["v2"] += 1
+        else:
+            sid = uuid7(rng, start) if era == "v3" else uuid4(rng)
+            s.write_header(sid, 3)
+            s.kind = "v3" if era == "v3" else "v3-no-system"
+        # setup entries, flushed with the first user message
+        s.tick(10, 400)
+        if era != "v1":
+            if rng.random() < 0.6:
+                s.add("model_change", {"provider": s.model.provider, "modelId": s.model.id})
+                s.features["model_change"] += 1
+            if rng.random() < 0.5:
+                s.thinking = rng.choice(THINKING_LEVELS[1:])
+                s.add("thinking_level_change", {"thinkingLevel": s.thinking})
+                s.features["thinking_level_change"] += 1
+            if era == "v3":
+                s.initial_system()
+            if era in ("v3", "v3legacy") and rng.random() < (0.3 if P.small else 0.1):
+                s.session_info()
+        elif rng.random() < 0.3:
+            s.thinking_change()
+        s.run_turns(min_turns=min_turns)
+        return s
+
+    # -- forks -------------------------------------------------------------------------------------
+    def fork_session(self, idx, src_entry, how, rng):
+        src = src_entry["session"]
+        src_rel = src_entry["rel"]
+        P = self.P
+        target_cwd = src.cwd
+        if how == "forkFrom_cross_project":
+            target_cwd = self.pick_project(rng)
+        last_ms = src.t
+        start = last_ms + rng.randint(60_000, 5 * 86_400_000)
+        target = P.session_target(rng)
+        s = Session(self, rng, "v3", target_cwd, start, max(target, src.size + (2_000 if P.small else 30_000)))
+        s.mult = src.mult
+        s.model = src.model
+        s.thinking = src.thinking
+        s.sys_sections, s.sys_tools, s.sys_content = dict(src.sys_sections), dict(src.sys_tools), list(src.sys_content)
+        s.has_system = src.has_system
+        s.kind = "fork"
+        s.fork_of = src_rel
+        s.inherited = dict(sorted((src.features + Counter(src.inherited or {})).items()))
+        sid = uuid7(rng, start)
+        parent_path = SESSIONS_ROOT + "/" + src_rel
+        if how == "clone_no_parent":
+            s.write_header(sid, 3)
+        else:
+            s.write_header(sid, 3, parent_session=parent_path)
+        s.features["fork_" + how] += 1
+        if src_entry.get("ghost"):
+            s.features["fork_parent_missing"] += 1
+        if how == "branched" and src.era != "v1":
+            # createBranchedSession: the path root..point, labels dropped and re-chained, labels re-created
+            cands = [e for e in src.path if src.meta[e][1] in ("user", "assistant", "toolResult")]
+            point = rng.choice(cands[len(cands) // 2:]) if cands and rng.random() < 0.6 else src.leaf
+            chain = []
+            cur = point
+            while cur is not None:
+                chain.append(cur)
+                cur = src.meta[cur][0]
+            chain.reverse()
+            parent = None
+            kept = []
+            for e in chain:
+                par, kind, tok, li = src.meta[e]
+                if kind == "label":
+                    continue
+                line = src.lines[li]
+                if par != parent:
+                    line = re.sub(r'"parentId":(null|"[^"]*")', '"parentId":' + dumps(parent), line, count=1)
+                    s.features["fork_rechained_after_label"] += 1
+                s._append_line(line)
+                s.ids.add(e)
+                s.meta[e] = [parent, kind, tok, len(s.lines) - 1]
+                s.order.append(e)
+                kept.append(e)
+                parent = e
+            for target_id, (label, lts) in src.labels.items():
+                if target_id in s.meta:
+                    lid = s.new_id()
+                    s._append_line(dumps({"type": "label", "id": lid, "parentId": parent, "timestamp": lts, "targetId": target_id, "label": label}))
+                    s.meta[lid] = [parent, "label", 0, len(s.lines) - 1]
+                    s.order.append(lid)
+                    parent = lid
+                    s.features["fork_label_recreated"] += 1
+            s.leaf = parent
+            s.set_path_to(parent)
+            s.compactions = sum(1 for e in s.path if s.meta[e][1] == "compaction")
+        else:
+            # forkFrom / clone: every non-header line verbatim
+            for li in range(1, len(src.lines)):
+                s._append_line(src.lines[li])
+            if src.era == "v1":
+                s.features["fork_of_v1"] += 1
+                s.omit_parent_once = True  # Pi's leaf is undefined after loading id-less entries
+                s.leaf = None
+                s.path, s.pidx = [], {}
+                s.ctx = src.ctx
+            else:
+                for e in src.order:
+                    s.meta[e] = list(src.meta[e])
+                    s.ids.add(e)
+                    s.order.append(e)
+                s.labels = dict(src.labels)
+                s.leaf = src.leaf
+                s.set_path_to(src.leaf)
+                s.compactions = sum(1 for e in s.path if s.meta[e][1] == "compaction")
+        s.copied_lines = len(s.lines) - 1
+        s.features["copied_entries"] = s.copied_lines
+        s.t = start
+        if s.model is None:
+            s.model = weighted(rng, MODELS)
+        s.run_turns(min_turns=1 if P.small else 2)
+        return s
+
+    # -- damaged and stray files ------------------------------------------------------------------
+    DAMAGE_KINDS = ["truncated_tail", "no_final_newline", "blank_lines", "malformed_line", "crlf",
+                    "stray_non_session", "stray_nested", "empty", "only_blank", "bom", "header_not_first"]
+
+    def apply_damage(self, s, data, kind, row):
+        rng = s.rng
+        text = data.decode("utf-8")
+        lines = text.split("\n")[:-1]
+        if kind == "truncated_tail":
+            last = lines[-1]
+            cut = rng.randint(max(1, len(last) // 4), max(2, len(last) - 2))
+            text = "\n".join(lines[:-1]) + "\n" + last[:cut]
+            row["pendingTailChars"] = cut
+        elif kind == "no_final_newline":
+            text = "\n".join(lines)
+        elif kind == "blank_lines":
+            out = []
+            for i, l in enumerate(lines):
+                out.append(l)
+                if i > 0 and rng.random() < 0.15:
+                    out.append(rng.choice(("", "   ", "\t", "")))
+            out.insert(1, "")
+            text = "\n".join(out) + "\n\n"
+        elif kind == "malformed_line":
+            i = rng.randint(2, max(2, len(lines) - 1))
+            bad = lines[min(i, len(lines) - 1)][: rng.randint(10, 60)]
+            lines.insert(i, bad)
+            lines.insert(1, "{not json at all")
+            text = "\n".join(lines) + "\n"
+            row["malformedLines"] = 2
+        elif kind == "crlf":
+            text = "\r\n".join(lines) + "\r\n"
+        elif kind == "bom":
+            text = "\ufeff" + text
+            row["expect"] = "rejected"
+        elif kind == "header_not_first":
+            lines[0], lines[1] = lines[1], lines[0]
+            text = "\n".join(lines) + "\n"
+            row["expect"] = "rejected"
+        return text.encode("utf-8")
+
+    def emit_damaged(self, kind, idx):
+        rng = random.Random(f"{self.seed}:damage:{kind}:{idx}")
+        if kind in ("stray_non_session", "stray_nested", "empty", "only_blank"):
+            cwd = self.pick_project(rng)
+            folder = folder_for_cwd(cwd)
+            t = rng.randint(*ERA_RANGES["v3"])
+            if kind == "empty":
+                rel = self.rel_for(cwd, t, uuid7(rng, t))
+                data = b""
+            elif kind == "only_blank":
+                rel = self.rel_for(cwd, t, uuid7(rng, t))
+                data = b"\n  \n\n"
+            else:
+                lines = []
+                t = rng.randint(*ERA_RANGES["v3"])
+                for i in range(rng.randint(3, 30)):
+                    t += rng.randint(10, 5000)
+                    lines.append(dumps({"event": rng.choice(("start", "tool", "message", "end")), "ts": iso(t), "seq": i,
+                                        "text": self.pools.text(rng, rng.randint(20, 400))}))
+                data = ("\n".join(lines) + "\n").encode()
+                if kind == "stray_nested":
+                    rel = folder + "/" + uuid4(rng) + "/subagent-%d.jsonl" % rng.randint(1, 9)
+                else:
+                    rel = folder + "/" + rng.choice(("transcript", "ext-audit", "todo-log")) + ".jsonl"
+            self.write_file(rel, data, {"kind": "stray" if kind.startswith("stray") else "damaged", "expect": "rejected",
+                                        "damage": kind, "features": {}})
+            return
+        P = self.P
+        s = self.new_session(10_000_000 + idx, era="v3" if kind != "blank_lines" or rng.random() < 0.5 else "v1",
+                             target=min(P.session_target(rng), 40_000), rng=rng)
+        s.kind = "damaged"
+        rel = self.rel_for(s.cwd, ms_from_iso(s.header["timestamp"]), s.session_id)
+        self.emit_session(s, rel, damage=kind)
+        self.session_files -= 1
+
+    # -- main loop --------------------------------------------------------------------------------
+    def run(self, n_sessions=None, n_bytes=None):
+        P = self.P
+        idx = 0
+        dmg_i = 0
+        made_damage = Counter()
+        fork_p = 0.12 if P.small else 0.07
+        cache_limit = 400_000 if P.small else 6_000_000
+        # damaged files at a steady rate; every kind at least once
+        damage_every = 6 if P.small else 90
+
+        def done():
+            if n_sessions is not None:
+                return self.session_files >= n_sessions
+            return self.total_bytes >= n_bytes
+
+        showcase = list(SHOWCASE)
+        by_idx = {}
+        while not done():
+            rng = random.Random(f"{self.seed}:plan:{idx}")
+            forkable = [c for c in self.cache]
+            if showcase:
+                act = showcase.pop(0)
+                if act[0] == "new":
+                    _, era, min_turns, forced = act
+                    srng = random.Random(f"{self.seed}:session:{idx}")
+                    s = self.new_session(idx, era=era, target=min(P.session_target(srng), 30_000 if P.small else 400_000),
+                                         rng=srng, forced=forced, min_turns=min_turns)
+                else:
+                    _, how, src_idx = act
+                    s = self.fork_session(idx, by_idx[src_idx], how, random.Random(f"{self.seed}:fork:{idx}"))
+                s.features["showcase"] += 1
+            elif forkable and rng.random() < fork_p:
+                src_entry = rng.choice(forkable)
+                how = weighted(rng, [(30, "branched"), (25, "forkFrom"), (20, "forkFrom_cross_project"), (10, "clone_no_parent")])
+                if src_entry["session"].era in ("v1", "v2"):
+                    how = "forkFrom"  # Pi's forkFrom copies raw (unmigrated) lines
+                s = self.fork_session(idx, src_entry, how, random.Random(f"{self.seed}:fork:{idx}"))
+            else:
+                target = None
+                if n_bytes is not None and not P.small:
+                    remaining = n_bytes - self.total_bytes
+                    t0 = P.session_target(random.Random(f"{self.seed}:target:{idx}"))
+                    target = max(6_000, min(t0, remaining))
+                s = self.new_session(idx, target=target)
+                ghost = rng.random() < (0.04 if P.small else 0.02)
+                if ghost:
+                    # a source that the user deleted later: generated, never written, forked right away
+                    rel = self.rel_for(s.cwd, ms_from_iso(s.header["timestamp"]), s.session_id)
+                    entry = {"session": s, "rel": rel, "ghost": True}
+                    how = "forkFrom" if s.era in ("v1", "v2") else rng.choice(("branched", "forkFrom"))
+                    s = self.fork_session(idx, entry, how, random.Random(f"{self.seed}:ghostfork:{idx}"))
+            rel = self.rel_for(s.cwd, ms_from_iso(s.header["timestamp"]), s.session_id)
+            self.emit_session(s, rel)
+            if showcase:  # later showcase steps fork earlier ones
+                by_idx[idx] = {"session": s, "rel": rel}
+            else:
+                by_idx.clear()
+            if s.size <= cache_limit:
+                self.cache.append({"session": s, "rel": rel})
+                if len(self.cache) > 6:
+                    self.cache.pop(0)
+            idx += 1
+            if idx % damage_every == 0:
+                kind = self.DAMAGE_KINDS[dmg_i % len(self.DAMAGE_KINDS)]
+                self.emit_damaged(kind, dmg_i)
+                made_damage[kind] += 1
+                dmg_i += 1
+            if not P.small and idx % 50 == 0:
+                sys.stderr.write("  %d sessions, %.1f MB\n" % (idx, self.total_bytes / 1e6))
+        for kind in self.DAMAGE_KINDS:
+            if not made_damage[kind]:
+                self.emit_damaged(kind, dmg_i)
+                dmg_i += 1
+
+    def manifest(self, args):
+        feats = Counter()
+        kinds = Counter()
+        expect = Counter()
+        for r in self.files:
+            feats.update(r.get("features") or {})
+            kinds[r["kind"]] += 1
+            expect[r["expect"]] += 1
+        sizes = sorted(r["bytes"] for r in self.files if r["kind"] not in ("stray", "damaged"))
+
+        def pct(p):
+            return sizes[min(len(sizes) - 1, int(p * len(sizes)))] if sizes else 0
+
+        return {
+            "generator": GENERATOR, "generatorVersion": GENERATOR_VERSION, "seed": args.seed, "scale": args.scale,
+            "sessionsArg": args.sessions, "bytesArg": args.bytes, "sessionsRoot": SESSIONS_ROOT,
+            "totals": {"files": len(self.files), "bytes": self.total_bytes, "lines": self.total_lines,
+                       "sessionFiles": self.session_files, "byKind": dict(sorted(kinds.items())),
+                       "byExpectedStatus": dict(sorted(expect.items())),
+                       "sessionFileBytes": {"median": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "max": sizes[-1] if sizes else 0},
+                       "features": dict(sorted(feats.items()))},
+            "files": sorted(self.files, key=lambda r: r["path"]),
+        }
+
+
+def ms_from_iso(s):
+    import calendar
+
+    t = time.strptime(s[:19], "%Y-%m-%dT%H:%M:%S")
+    return calendar.timegm(t) * 1000 + int(s[20:23])
+
+
+def parse_size(s):
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?)b?\s*", s.lower())
+    if not m:
+        raise argparse.ArgumentTypeError("bad size %r (examples: 1G, 200M, 1200M, 500K, 12345)" % s)
+    num, unit, binary = float(m.group(1)), m.group(2), m.group(3)
+    base = 1024 if binary else 1000
+    return int(num * base ** " kmgt".index(unit or " "))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="output directory (created; must be empty unless --force)")
+    ap.add_argument("--seed", type=int, default=0)
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--sessions", type=int, help="number of session files (forks included; damaged/stray files are extra)")
+    g.add_argument("--bytes", type=parse_size, help="stop once this many bytes are written: 1G, 200M, 1200M, 500K (SI; 1GiB = binary)")
+    ap.add_argument("--scale", choices=("small", "realistic"), default="realistic")
+    ap.add_argument("--force", action="store_true", help="delete an existing output directory made by this generator first")
+    args = ap.parse_args(argv)
+    out = args.out
+    if os.path.exists(out) and os.listdir(out):
+        if not args.force:
+            ap.error("%s is not empty (use --force to replace a directory this generator made)" % out)
+        if not os.path.exists(os.path.join(out, "manifest.json")):
+            ap.error("refusing to delete %s: it has no manifest.json from this generator" % out)
+        shutil.rmtree(out)
+    os.makedirs(out, exist_ok=True)
+    t0 = time.time()
+    gen = Generator(out, args.seed, args.scale)
+    gen.run(n_sessions=args.sessions, n_bytes=args.bytes)
+    man = gen.manifest(args)
+    with open(os.path.join(out, "manifest.json"), "w", encoding="utf-8") as f:
+        json.dump(man, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    tot = man["totals"]
+    sys.stderr.write("wrote %d files (%d session files), %.1f MB, %d lines in %.1fs -> %s\n" % (
+        tot["files"], tot["sessionFiles"], tot["bytes"] / 1e6, tot["lines"], time.time() - t0, out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+//! The command line: exit codes, stderr listings, JSON shape, inspect.
+
+use std::fs;
+
+use crate::support::{pisa, shared};
+
+const HEADER: &str = r#"{"type":"session","version":3,"id":"s-1","timestamp":"2026-05-01T10:00:00.000Z","cwd":"/home/u/proj"}"#;
+const USER: &str = r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-05-01T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1777629601000}}"#;
+const ASSISTANT: &str = r#"{"type":"message","id":"a2","parentId":"a1","timestamp":"2026-05-01T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":100,"output":20,"cacheRead":0,"cacheWrite":0,"totalTokens":120,"cost":{"input":0.0003,"output":0.0003,"cacheRead":0,"cacheWrite":0,"total":0.0006}},"stopReason":"stop","timestamp":1777629602000}}"#;
+
+fn session_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("--home-u-proj--");
+    fs::create_dir(&sub).unwrap();
+    fs::write(
+        sub.join("2026-05-01T10-00-00-000Z_s-1.jsonl"),
+        format!("{HEADER}\n{USER}\n{ASSISTANT}\n"),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn clean_directory_exits_zero_and_prints_a_table_with_totals() {
+    let dir = session_dir();
+    let (code, out, err) = pisa(&["sessions", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("/home/u/proj"), "{out}");
+    assert!(out.contains("claude-sonnet-4-5"), "{out}");
+    assert!(out.contains("1 sessions"), "{out}");
+    assert!(out.contains("tokens 120"), "{out}");
+    assert!(out.contains("0 rejected, 0 damaged"), "{out}");
+}
+
+#[test]
+fn rejected_and_damaged_files_are_listed_with_reason_and_exit_two() {
+    let dir = session_dir();
+    let sub = dir.path().join("--home-u-proj--");
+    fs::write(sub.join("transcript.jsonl"), "{\"role\":\"user\"}\n").unwrap();
+    fs::write(sub.join("empty.jsonl"), "").unwrap();
+    fs::write(
+        sub.join("damaged.jsonl"),
+        format!("{HEADER}\n{{oops\n{USER}\n"),
+    )
+    .unwrap();
+    let (code, out, err) = pisa(&["sessions", "--json", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("transcript.jsonl: not a Pi session"), "{err}");
+    assert!(err.contains("empty.jsonl: empty file"), "{err}");
+    assert!(err.contains("damaged.jsonl: line 2 (byte"), "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["totals"]["rejectedFiles"], 2);
+    assert_eq!(doc["totals"]["damagedFiles"], 1);
+    // The damage did not cost the good file its figures.
+    let good = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["path"].as_str().unwrap().ends_with("s-1.jsonl"))
+        .unwrap();
+    assert_eq!(good["stats"]["tokens"]["total"], 120);
+    let (code, _, err) = pisa(&["sessions", "--quiet", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.is_empty(), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_one() {
+    let (code, _, err) = pisa(&["sessions", "--no-such-flag"]);
+    assert_eq!(code, 1, "{err}");
+    let (code, _, err) = pisa(&["sessions", "/definitely/not/here"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("/definitely/not/here"), "{err}");
+    let (code, out, _) = pisa(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("sessions"));
+}
+
+#[test]
+fn forked_history_is_counted_once_across_sessions() {
+    let dir = session_dir();
+    let sub = dir.path().join("--home-u-proj--");
+    let fork_header = r#"{"type":"session","version":3,"id":"s-2","timestamp":"2026-05-02T10:00:00.000Z","cwd":"/home/u/proj","parentSession":"/x/2026-05-01T10-00-00-000Z_s-1.jsonl"}"#;
+    fs::write(
+        sub.join("2026-05-02T10-00-00-000Z_s-2.jsonl"),
+        format!("{fork_header}\n{USER}\n{ASSISTANT}\n"),
+    )
+    .unwrap();
+    let (_, out, _) = pisa(&["sessions", "--json", dir.path().to_str().unwrap()]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["totals"]["total"], 120);
+    assert_eq!(doc["totals"]["naiveTotal"], 240);
+    assert_eq!(doc["totals"]["inheritedCalls"], 1);
+    let fork = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sessionId"] == "s-2")
+        .unwrap();
+    assert_eq!(
+        fork["stats"]["tokens"]["total"], 120,
+        "Pi's per-session totals keep the copy"
+    );
+    assert_eq!(fork["own"]["total"], 0);
+    assert_eq!(
+        fork["parentInCorpus"],
+        "--home-u-proj--/2026-05-01T10-00-00-000Z_s-1.jsonl"
+    );
+}
+
+#[test]
+fn session_dir_env_var_is_the_default_root() {
+    let dir = session_dir();
+    let out = assert_cmd::Command::cargo_bin("pisa")
+        .unwrap()
+        .args(["sessions", "--json"])
+        .env("PI_CODING_AGENT_SESSION_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["totals"]["sessions"], 1);
+}
+
+#[test]
+fn inspect_shows_projection_compactions_and_damage() {
+    let file = shared()
+        .join("fixtures")
+        .join("pi-mono")
+        .join("before-compaction.jsonl");
+    let (code, out, err) = pisa(&["inspect", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Projected role"), "{out}");
+    assert!(out.contains("compactionSummary"), "{out}");
+    assert!(out.contains("Tokens before"), "{out}");
+    assert!(out.contains("damage: 0 malformed lines"), "{out}");
+    let (code, out, _) = pisa(&["inspect", "--json", file.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["compactions"]["total"], 2);
+    assert!(j["projectionByRole"].as_array().unwrap().len() >= 3);
+}
+
+#[test]
+fn results_are_identical_with_one_thread_and_many() {
+    let dir = shared().join("fixtures");
+    let one = pisa(&[
+        "--threads",
+        "1",
+        "sessions",
+        "--json",
+        dir.to_str().unwrap(),
+    ])
+    .1;
+    let many = pisa(&[
+        "--threads",
+        "4",
+        "sessions",
+        "--json",
+        dir.to_str().unwrap(),
+    ])
+    .1;
+    assert_eq!(one, many);
+}

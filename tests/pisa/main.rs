@@ -1,0 +1,7 @@
+//! The one integration-test binary: oracle agreement, the command line, property tests.
+
+mod support;
+
+mod cli;
+mod oracle;
+mod properties;

@@ -1,0 +1,217 @@
+//! Shared helpers: where things are, running pisa and the oracle, comparing figures.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The shared folder beside the repository (`../shared`), or `$PISA_SHARED`.
+pub fn shared() -> PathBuf {
+    std::env::var_os("PISA_SHARED").map_or_else(|| repo().join("..").join("shared"), PathBuf::from)
+}
+
+/// Run pisa with arguments; returns (exit code, stdout, stderr).
+pub fn pisa(args: &[&str]) -> (i32, String, String) {
+    let out = assert_cmd::Command::cargo_bin("pisa")
+        .expect("pisa binary")
+        .args(args)
+        .output()
+        .expect("run pisa");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `pisa sessions --json DIR`, parsed.
+pub fn pisa_json(dir: &Path) -> Value {
+    let (code, out, err) = pisa(&[
+        "sessions",
+        "--json",
+        "--quiet",
+        dir.to_str().expect("utf-8 path"),
+    ]);
+    assert!(code == 0 || code == 2, "pisa exited {code}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| {
+        panic!(
+            "pisa printed invalid JSON ({e}): {}",
+            &out[..out.len().min(500)]
+        )
+    })
+}
+
+/// Install the oracle once per test run (its setup script is idempotent).
+fn oracle_ready() -> &'static PathBuf {
+    static READY: OnceLock<PathBuf> = OnceLock::new();
+    READY.get_or_init(|| {
+        let dir = shared().join("oracle");
+        assert!(
+            Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success()),
+            "Node.js is required for the oracle agreement tests (install Node >= 20); they never skip"
+        );
+        let status = Command::new("bash")
+            .arg(dir.join("setup.sh"))
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("run oracle setup.sh");
+        assert!(status.success(), "oracle setup.sh failed");
+        dir.join("oracle.mjs")
+    })
+}
+
+/// Run the oracle over a directory: one record per file.
+pub fn oracle(dir: &Path) -> Vec<Value> {
+    let script = oracle_ready();
+    let out = Command::new("node")
+        .arg(script)
+        .arg(dir)
+        .output()
+        .expect("run the oracle");
+    assert!(
+        out.status.success(),
+        "oracle failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("oracle output is UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("oracle line is JSON"))
+        .collect()
+}
+
+/// Differences between an oracle value and pisa's (every oracle key must match).
+pub fn diff(oracle: &Value, pisa: &Value, path: &str, out: &mut Vec<String>) {
+    match (oracle, pisa) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in a {
+                match b.get(k) {
+                    None => out.push(format!("{path}.{k}: missing in pisa")),
+                    Some(w) => diff(v, w, &format!("{path}.{k}"), out),
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            if a.len() != b.len() {
+                out.push(format!(
+                    "{path}: {} items in the oracle, {} in pisa",
+                    a.len(),
+                    b.len()
+                ));
+                return;
+            }
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                diff(x, y, &format!("{path}[{i}]"), out);
+            }
+        }
+        (Value::Number(a), Value::Number(b)) => {
+            let equal = match (a.as_i64(), b.as_i64()) {
+                // Token counts and other integers: exact.
+                (Some(x), Some(y)) => x == y,
+                _ => {
+                    // Costs: within 1e-9 relative.
+                    let (x, y) = (
+                        a.as_f64().unwrap_or(f64::NAN),
+                        b.as_f64().unwrap_or(f64::NAN),
+                    );
+                    x == y || (x - y).abs() <= 1e-9 * x.abs().max(y.abs())
+                }
+            };
+            if !equal {
+                out.push(format!("{path}: oracle {a}, pisa {b}"));
+            }
+        }
+        (a, b) if a == b => {}
+        (a, b) => out.push(format!("{path}: oracle {a}, pisa {b}")),
+    }
+}
+
+/// Outcome of comparing a directory.
+#[derive(Debug, Default)]
+pub struct Agreement {
+    pub compared: usize,
+    pub equal: usize,
+    pub failures: Vec<String>,
+}
+
+/// Compare every file the oracle reports with pisa's record of it.
+pub fn agreement(dir: &Path) -> Agreement {
+    let records = oracle(dir);
+    let doc = pisa_json(dir);
+    let mut by_path = std::collections::HashMap::new();
+    for s in doc["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .chain(doc["rejected"].as_array().expect("rejected"))
+    {
+        by_path.insert(s["path"].as_str().expect("path").to_string(), s.clone());
+    }
+    let mut a = Agreement::default();
+    for o in &records {
+        a.compared += 1;
+        let path = o["path"].as_str().expect("oracle path");
+        let Some(p) = by_path.get(path) else {
+            a.failures.push(format!("{path}: pisa has no record"));
+            continue;
+        };
+        if o["status"] == "error" {
+            // Pi's own code throws on this file; pisa must say so, and still report it.
+            if p["piError"].is_string() {
+                a.equal += 1;
+            } else {
+                a.failures.push(format!(
+                    "{path}: the oracle's Pi code threw ({}) but pisa reports no piError",
+                    o["error"]
+                ));
+            }
+            continue;
+        }
+        if p.get("piError").is_some_and(Value::is_string) {
+            a.failures.push(format!(
+                "{path}: pisa says Pi would fail ({}) but the oracle ran fine",
+                p["piError"]
+            ));
+            continue;
+        }
+        let mut d = Vec::new();
+        diff(o, p, "", &mut d);
+        if d.is_empty() {
+            a.equal += 1;
+        } else {
+            d.truncate(12);
+            a.failures
+                .push(format!("{path}:\n    {}", d.join("\n    ")));
+        }
+    }
+    a
+}
+
+/// Panic with every failure when a directory disagrees.
+pub fn assert_agreement(dir: &Path, min_files: usize) {
+    let a = agreement(dir);
+    eprintln!(
+        "oracle agreement on {}: {} equal / {} compared",
+        dir.display(),
+        a.equal,
+        a.compared
+    );
+    assert!(
+        a.compared >= min_files,
+        "expected at least {min_files} files in {}, the oracle saw {}",
+        dir.display(),
+        a.compared
+    );
+    assert!(
+        a.failures.is_empty(),
+        "pisa disagrees with the oracle on {} file(s):\n{}",
+        a.failures.len(),
+        a.failures.join("\n")
+    );
+}
