@@ -37,3 +37,8 @@ fn generated_directories_agree_with_the_oracle() {
         assert_agreement(dir.path(), 40);
     }
 }
+
+#[test]
+fn files_pi_cannot_load_are_reported_with_pi_error() {
+    assert_agreement(&repo().join("tests").join("data").join("pi-errors"), 8);
+}
