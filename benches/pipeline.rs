@@ -13,7 +13,11 @@ use pisa::parse::{Scratch, parse_file};
 fn fixtures() -> Vec<Vec<u8>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/pi-mono");
     let mut files: Vec<Vec<u8>> = std::fs::read_dir(&dir)
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| std::fs::read(e.path()).expect("read fixture")).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| std::fs::read(e.path()).expect("read fixture"))
+                .collect()
+        })
         .unwrap_or_default();
     files.sort_by_key(Vec::len);
     files
@@ -26,7 +30,16 @@ fn generated_corpus(mb: u64) -> Option<PathBuf> {
     }
     let status = Command::new("python3")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/generate.py"))
-        .args(["--out", dir.to_str()?, "--seed", "42", "--scale", "realistic", "--bytes", &format!("{mb}M")])
+        .args([
+            "--out",
+            dir.to_str()?,
+            "--seed",
+            "42",
+            "--scale",
+            "realistic",
+            "--bytes",
+            &format!("{mb}M"),
+        ])
         .status()
         .ok()?;
     status.success().then_some(dir)
@@ -40,7 +53,12 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(total as u64));
         let mut scratch = Scratch::default();
         g.bench_function("parse", |b| {
-            b.iter(|| files.iter().map(|f| parse_file(f, &mut scratch).entries.len()).sum::<usize>())
+            b.iter(|| {
+                files
+                    .iter()
+                    .map(|f| parse_file(f, &mut scratch).entries.len())
+                    .sum::<usize>()
+            })
         });
         g.bench_function("analyze", |b| {
             b.iter(|| {
@@ -55,13 +73,18 @@ fn bench(c: &mut Criterion) {
         });
         g.finish();
     }
-    let mb = std::env::var("PISA_BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(64);
+    let mb = std::env::var("PISA_BENCH_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64);
     if let Some(dir) = generated_corpus(mb) {
         let found = pisa::scan::discover(std::slice::from_ref(&dir));
         let bytes: u64 = found.files.iter().map(|f| f.size).sum();
         let mut g = c.benchmark_group("corpus");
         g.throughput(Throughput::Bytes(bytes)).sample_size(10);
-        g.bench_function(format!("sessions-{mb}MB"), |b| b.iter(|| pisa::corpus::analyze_files(&found.files, None).sessions.len()));
+        g.bench_function(format!("sessions-{mb}MB"), |b| {
+            b.iter(|| pisa::corpus::analyze_files(&found.files, None).sessions.len())
+        });
         g.finish();
     }
 }

@@ -14,10 +14,7 @@ use crate::usage::{self, Accounting};
 #[derive(Debug, Clone)]
 pub enum FileAnalysis {
     Session(Box<SessionAnalysis>),
-    Rejected {
-        stats: LineStats,
-        reason: RejectReason,
-    },
+    Rejected { stats: LineStats, reason: RejectReason },
 }
 
 /// Counts of `context_edit` entries (the oracle's `contextEdits`).
@@ -121,8 +118,7 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
     };
     let proj = project::project(&tree, &path);
     let estimate = project::estimate(&tree, &proj, &branch);
-    let context_usage_tokens =
-        project::context_usage_known(&tree, &proj, &branch).then_some(estimate.tokens);
+    let context_usage_tokens = project::context_usage_known(&tree, &proj, &branch).then_some(estimate.tokens);
 
     let mut edits = EditCounts::default();
     for (i, e) in tree.entries.iter().enumerate() {
@@ -150,11 +146,7 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
         .iter()
         .rposition(|&b| tree.entries[b as usize].ty == EntryType::Compaction);
     let compactions = CompactionSummary {
-        total: tree
-            .entries
-            .iter()
-            .filter(|e| e.ty == EntryType::Compaction)
-            .count() as u64,
+        total: tree.entries.iter().filter(|e| e.ty == EntryType::Compaction).count() as u64,
         on_path: branch
             .entries
             .iter()
@@ -171,11 +163,7 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
         }),
     };
     let effects = project::compaction_effects(&tree, &branch);
-    let context_entry_types = tally(
-        proj.context
-            .iter()
-            .map(|&i| tree.entries[i as usize].ty.name()),
-    );
+    let context_entry_types = tally(proj.context.iter().map(|&i| tree.entries[i as usize].ty.name()));
     let projected_roles = tally(proj.messages.iter().map(|m| m.role.name()));
     let (first_activity_ms, last_activity_ms) = activity(&tree);
     let pi_error = tree
@@ -243,7 +231,5 @@ fn activity(tree: &Tree) -> (Option<f64>, Option<f64>) {
 
 /// Milliseconds since the epoch of an ISO 8601 timestamp.
 pub fn parse_iso_ms(s: &str) -> Option<f64> {
-    s.parse::<jiff::Timestamp>()
-        .ok()
-        .map(|t| t.as_millisecond() as f64)
+    s.parse::<jiff::Timestamp>().ok().map(|t| t.as_millisecond() as f64)
 }

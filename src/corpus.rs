@@ -227,8 +227,7 @@ impl Corpus {
             let (sa, sb) = (&self.sessions[a], &self.sessions[b]);
             let ta = sa.started_ms.unwrap_or(f64::INFINITY);
             let tb = sb.started_ms.unwrap_or(f64::INFINITY);
-            ta.total_cmp(&tb)
-                .then_with(|| js::cmp_utf16(&sa.rel, &sb.rel))
+            ta.total_cmp(&tb).then_with(|| js::cmp_utf16(&sa.rel, &sb.rel))
         });
         let mut seen: HashSet<u128> = HashSet::new();
         for &i in &order {
@@ -248,10 +247,8 @@ impl Corpus {
             self.naive_totals.merge(&s.row.totals);
             self.inherited_calls += inherited;
             self.calls += s.calls.len() as u64;
-            s.json.insert(
-                "own".into(),
-                own_json(&own, s.calls.len() as u64, inherited),
-            );
+            s.json
+                .insert("own".into(), own_json(&own, s.calls.len() as u64, inherited));
         }
         // parentInCorpus: a scanned file whose name equals that of parentSession (last wins).
         let mut by_name: HashMap<String, String> = HashMap::new();

@@ -126,13 +126,7 @@ pub fn is_js_space(c: char) -> bool {
     matches!(
         c,
         '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
+            ..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
     )
 }
 
@@ -320,9 +314,7 @@ pub fn js_string_of(v: &Jv) -> Cow<'_, str> {
         None => "undefined".into(),
         Some(serde_json::Value::Null) => "null".into(),
         Some(serde_json::Value::Bool(b)) => if *b { "true" } else { "false" }.into(),
-        Some(serde_json::Value::Number(n)) => {
-            number_to_string(n.as_f64().unwrap_or(f64::NAN)).into()
-        }
+        Some(serde_json::Value::Number(n)) => number_to_string(n.as_f64().unwrap_or(f64::NAN)).into(),
         Some(serde_json::Value::String(s)) => Cow::Borrowed(s.as_str()),
         Some(serde_json::Value::Array(a)) => {
             // Array#toString: elements joined by ",", null/undefined as "".
@@ -357,10 +349,7 @@ pub fn js_to_number(v: &serde_json::Value) -> f64 {
                 match t {
                     "Infinity" | "+Infinity" => f64::INFINITY,
                     "-Infinity" => f64::NEG_INFINITY,
-                    _ if t
-                        .bytes()
-                        .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) =>
-                    {
+                    _ if t.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)) => {
                         t.parse::<f64>().unwrap_or(f64::NAN)
                     }
                     _ => f64::NAN,

@@ -24,9 +24,7 @@ fn main() -> ExitCode {
     };
     if let Some(n) = cli.threads {
         // Only fails when a pool exists already, which cannot happen this early.
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
-            .build_global();
+        let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
     }
     let result = match cli.command {
         Command::Sessions(args) => sessions(args),
@@ -111,9 +109,7 @@ fn sessions(args: SessionsArgs) -> Result<ExitCode> {
         }
         for s in corpus.sessions.iter().filter(|s| s.damaged) {
             let d = s.json.get("damage");
-            let first = d
-                .and_then(|d| d.get("firstDamage"))
-                .filter(|f| !f.is_null());
+            let first = d.and_then(|d| d.get("firstDamage")).filter(|f| !f.is_null());
             match first {
                 Some(f) => eprintln!(
                     "pisa: damaged {}: line {} (byte {}): {}",
@@ -122,10 +118,7 @@ fn sessions(args: SessionsArgs) -> Result<ExitCode> {
                     f["offset"],
                     f["reason"].as_str().unwrap_or("")
                 ),
-                None => eprintln!(
-                    "pisa: damaged {}: parent loop cut on the active path",
-                    s.path.display()
-                ),
+                None => eprintln!("pisa: damaged {}: parent loop cut on the active path", s.path.display()),
             }
         }
     }
@@ -153,8 +146,7 @@ fn sessions(args: SessionsArgs) -> Result<ExitCode> {
 }
 
 fn inspect(args: InspectArgs) -> Result<ExitCode> {
-    let bytes = std::fs::read(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let bytes = std::fs::read(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
     let mut scratch = pisa::parse::Scratch::default();
     let rel = args.file.display().to_string();
     let stdout = std::io::stdout();
@@ -162,10 +154,7 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
     let code = match pisa::analyze::analyze_bytes(&bytes, &mut scratch) {
         pisa::analyze::FileAnalysis::Rejected { stats, reason } => {
             if args.json {
-                serde_json::to_writer_pretty(
-                    &mut out,
-                    &report::json::rejected_json(&rel, &stats, &reason),
-                )?;
+                serde_json::to_writer_pretty(&mut out, &report::json::rejected_json(&rel, &stats, &reason))?;
                 writeln!(out)?;
             } else {
                 writeln!(out, "{}: {}", report::terminal_safe(&rel), reason.message())?;

@@ -242,10 +242,8 @@ pub fn message_of(v: V<'_, '_>, lone: bool) -> Message {
         };
     };
     let mut m = Message::default();
-    let (mut role, mut content, mut usage, mut command, mut output, mut summary) =
-        (None, None, None, None, None, None);
-    let (mut sections, mut tools_added, mut tools_removed, mut timestamp) =
-        (None, None, None, None);
+    let (mut role, mut content, mut usage, mut command, mut output, mut summary) = (None, None, None, None, None, None);
+    let (mut sections, mut tools_added, mut tools_removed, mut timestamp) = (None, None, None, None);
     for (k, val) in obj.iter() {
         match k {
             "role" => role = Some(val),
@@ -292,9 +290,7 @@ pub fn message_of(v: V<'_, '_>, lone: bool) -> Message {
         m.usage_truthy = truthy(u);
     }
     m.own_chars = match m.role {
-        Role::BashExecution => str_chars(command)
-            .zip(str_chars(output))
-            .map(|(a, b)| a + b),
+        Role::BashExecution => str_chars(command).zip(str_chars(output)).map(|(a, b)| a + b),
         Role::BranchSummary | Role::CompactionSummary => str_chars(summary),
         _ => None,
     };
@@ -321,11 +317,7 @@ fn system_info(
 ) -> SystemInfo {
     let mut info = SystemInfo::default();
     // Pi normalises a null system content to "" before estimating.
-    let mut chars = if content.nullish {
-        Some(0)
-    } else {
-        content.as_content
-    };
+    let mut chars = if content.nullish { Some(0) } else { content.as_content };
     if let Some(obj) = sections.and_then(|s| s.as_object()) {
         for (name, val) in obj.iter() {
             if is_null(val) {
@@ -480,11 +472,7 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
                 Some(r) if is_null(r) => Replacement::Null,
                 Some(r) => match r.as_object() {
                     Some(o) => {
-                        let content = o
-                            .iter()
-                            .filter(|(k, _)| *k == "content")
-                            .map(|(_, v)| v)
-                            .last();
+                        let content = o.iter().filter(|(k, _)| *k == "content").map(|(_, v)| v).last();
                         Replacement::Content(content_chars(content, lone))
                     }
                     // A scalar replacement: `replacement.content` is undefined.

@@ -154,13 +154,7 @@ enum LineOutcome {
 
 impl Scratch {
     /// Parse `bytes` as one JSON document and turn it into an entry.
-    fn parse_line(
-        &mut self,
-        bytes: &[u8],
-        line: u32,
-        offset: u64,
-        lone: bool,
-    ) -> Result<LineOutcome, ()> {
+    fn parse_line(&mut self, bytes: &[u8], line: u32, offset: u64, lone: bool) -> Result<LineOutcome, ()> {
         let Scratch {
             line: buf,
             buffers,
@@ -195,13 +189,7 @@ impl Scratch {
     }
 
     /// Parse a line, repairing it first when simd-json rejects what `JSON.parse` accepts.
-    fn parse_js_line(
-        &mut self,
-        bytes: &[u8],
-        line: u32,
-        offset: u64,
-        stats: &mut LineStats,
-    ) -> LineOutcome {
+    fn parse_js_line(&mut self, bytes: &[u8], line: u32, offset: u64, stats: &mut LineStats) -> LineOutcome {
         if let Ok(outcome) = self.parse_line(bytes, line, offset, false) {
             return outcome;
         }
@@ -312,9 +300,8 @@ mod tests {
 
     #[test]
     fn header_blank_malformed_and_pending_tail() {
-        let text = format!(
-            "{H}\n\n  \n{{bad\n{{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null}}\r\n{{\"type\":\"cus"
-        );
+        let text =
+            format!("{H}\n\n  \n{{bad\n{{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null}}\r\n{{\"type\":\"cus");
         let p = parse(text.as_bytes());
         assert!(p.reject.is_none());
         assert_eq!(p.entries.len(), 2);
@@ -338,14 +325,8 @@ mod tests {
     #[test]
     fn rejections() {
         assert_eq!(parse(b"").reject, Some(RejectReason::EmptyFile));
-        assert_eq!(
-            parse(b"\n \nnot json\n").reject,
-            Some(RejectReason::NoParsableEntries)
-        );
-        assert_eq!(
-            parse(b"null\n0\n").reject,
-            Some(RejectReason::NoParsableEntries)
-        );
+        assert_eq!(parse(b"\n \nnot json\n").reject, Some(RejectReason::NoParsableEntries));
+        assert_eq!(parse(b"null\n0\n").reject, Some(RejectReason::NoParsableEntries));
         let bom = format!("\u{feff}{H}\n{{\"type\":\"custom\"}}\n");
         assert_eq!(
             parse(bom.as_bytes()).reject.unwrap().code(),
@@ -367,10 +348,7 @@ mod tests {
         let p = parse(text.as_bytes());
         assert_eq!(p.stats.dropped_values, 4);
         assert_eq!(p.entries.len(), 5);
-        let names: Vec<_> = p.entries[1..]
-            .iter()
-            .map(|e| e.ty.name().to_string())
-            .collect();
+        let names: Vec<_> = p.entries[1..].iter().map(|e| e.ty.name().to_string()).collect();
         assert_eq!(names, ["(number)", "(array)", "(string)", "(boolean)"]);
     }
 

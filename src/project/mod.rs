@@ -81,10 +81,7 @@ pub fn context_entries(tree: &Tree, path: &Path) -> Vec<u32> {
         return p.clone();
     };
     let comp = &tree.entries[p[comp_pos] as usize];
-    let Some(comp_idx) = p
-        .iter()
-        .position(|&i| tree.entries[i as usize].id == comp.id)
-    else {
+    let Some(comp_idx) = p.iter().position(|&i| tree.entries[i as usize].id == comp.id) else {
         return p.clone();
     };
     let first_kept = match &comp.body {
@@ -123,11 +120,7 @@ fn content_tokens(role: &Role, content: &ContentChars, normalize_null: bool) -> 
                 quarter(content.as_content)
             }
         }
-        Role::Custom => quarter(if content.nullish {
-            None
-        } else {
-            content.as_content
-        }),
+        Role::Custom => quarter(if content.nullish { None } else { content.as_content }),
         Role::Assistant => {
             if nullish_zero {
                 Some(0)
@@ -141,12 +134,7 @@ fn content_tokens(role: &Role, content: &ContentChars, normalize_null: bool) -> 
 
 /// The projected message of a `message` entry (or compaction `systemMessage`) with an
 /// optional replacement content.
-fn project_message(
-    m: &Message,
-    repl: Option<&ContentChars>,
-    sys: SysRef,
-    from_entry: bool,
-) -> ProjectedMessage {
+fn project_message(m: &Message, repl: Option<&ContentChars>, sys: SysRef, from_entry: bool) -> ProjectedMessage {
     if m.not_object {
         return ProjectedMessage {
             role: Role::Missing,
@@ -161,11 +149,7 @@ fn project_message(
             if c.nullish {
                 None
             } else if matches!(role, Role::Assistant) {
-                quarter(if c.is_string {
-                    c.as_content
-                } else {
-                    c.as_assistant
-                })
+                quarter(if c.is_string { c.as_content } else { c.as_assistant })
             } else {
                 quarter(c.as_content)
             }
@@ -174,9 +158,7 @@ fn project_message(
         (Role::User | Role::Assistant | Role::ToolResult | Role::Custom, None) => {
             content_tokens(&role, &m.content, from_entry)
         }
-        (Role::BashExecution | Role::BranchSummary | Role::CompactionSummary, _) => {
-            quarter(m.own_chars)
-        }
+        (Role::BashExecution | Role::BranchSummary | Role::CompactionSummary, _) => quarter(m.own_chars),
         _ => Some(0),
     };
     let usage_tokens = (role == Role::Assistant && m.has_usage_key)
@@ -220,12 +202,10 @@ pub fn project(tree: &Tree, path: &Path) -> Projection {
         let mut edit_kind = None;
         let older_compaction = e.ty == EntryType::Compaction && k > 0;
         if !older_compaction {
-            let edit = edits
-                .get(&e.id)
-                .map(|&ei| match &tree.entries[ei as usize].body {
-                    Body::ContextEdit(ce) => &ce.replacement,
-                    _ => unreachable!("edits holds context_edit entries"),
-                });
+            let edit = edits.get(&e.id).map(|&ei| match &tree.entries[ei as usize].body {
+                Body::ContextEdit(ce) => &ce.replacement,
+                _ => unreachable!("edits holds context_edit entries"),
+            });
             let repl = match edit {
                 None => None,
                 Some(Replacement::Null) => {
@@ -239,9 +219,8 @@ pub fn project(tree: &Tree, path: &Path) -> Projection {
                 }
                 Some(Replacement::Absent) => {
                     edit_kind = Some(EditKind::Replaced);
-                    proj.pi_error.get_or_insert(
-                        "context_edit without replacement (replacement.content throws)",
-                    );
+                    proj.pi_error
+                        .get_or_insert("context_edit without replacement (replacement.content throws)");
                     None
                 }
                 Some(Replacement::Content(c)) => {
@@ -267,11 +246,9 @@ fn push_entry_messages(tree: &Tree, i: u32, repl: Option<&ContentChars>, proj: &
     match &e.body {
         Body::Message(m) => {
             if m.not_object && m.is_null {
-                proj.pi_error
-                    .get_or_insert("message entry without a message object");
+                proj.pi_error.get_or_insert("message entry without a message object");
             }
-            proj.messages
-                .push(project_message(m, repl, SysRef::Entry(i), true));
+            proj.messages.push(project_message(m, repl, SysRef::Entry(i), true));
         }
         Body::CustomMessage(cm) => {
             let content = repl.unwrap_or(&cm.content);
@@ -347,10 +324,7 @@ fn replayed_system_tokens(tree: &Tree, proj: &Projection) -> Option<u64> {
                 _ => None,
             },
             SysRef::Compaction(i) => match &tree.entries[i as usize].body {
-                Body::Compaction(c) => c
-                    .system_message
-                    .as_ref()
-                    .and_then(|msg| msg.content.text_len),
+                Body::Compaction(c) => c.system_message.as_ref().and_then(|msg| msg.content.text_len),
                 _ => None,
             },
         }?;
@@ -394,20 +368,9 @@ pub fn estimate(tree: &Tree, proj: &Projection, branch: &Path) -> Estimate {
         // estimateContextTokens with usage: the usage plus chars/4 of what follows.
         let usage_tokens = msgs[idx].usage_tokens.unwrap_or(0.0);
         let trailing: Option<u64> = msgs[idx + 1..].iter().map(|m| m.tokens).sum();
-        let usage_entry = proj
-            .entries
-            .iter()
-            .find(|pe| idx < pe.messages.end)
-            .map(|pe| pe.entry);
-        let usage_id = usage_entry
-            .map(|i| &tree.entries[i as usize].id)
-            .filter(|k| k.truthy());
-        let usage_pos = usage_id.and_then(|id| {
-            branch
-                .entries
-                .iter()
-                .position(|&b| tree.entries[b as usize].id == *id)
-        });
+        let usage_entry = proj.entries.iter().find(|pe| idx < pe.messages.end).map(|pe| pe.entry);
+        let usage_id = usage_entry.map(|i| &tree.entries[i as usize].id).filter(|k| k.truthy());
+        let usage_pos = usage_id.and_then(|id| branch.entries.iter().position(|&b| tree.entries[b as usize].id == *id));
         let invalidating = branch.entries.iter().rposition(|&b| {
             matches!(
                 tree.entries[b as usize].ty,
@@ -548,12 +511,7 @@ pub fn compaction_effects(tree: &Tree, active: &Path) -> Vec<CompactionEffect> {
             if let Some(pos) = path.entries.iter().position(|&p| p == i) {
                 let before = pos as u64;
                 let earlier: HashSet<u32> = path.entries[..pos].iter().copied().collect();
-                let kept = proj
-                    .context
-                    .iter()
-                    .skip(1)
-                    .filter(|c| earlier.contains(*c))
-                    .count() as u64;
+                let kept = proj.context.iter().skip(1).filter(|c| earlier.contains(*c)).count() as u64;
                 eff.entries_kept = Some(kept);
                 eff.entries_summarized = Some(before - kept);
             }

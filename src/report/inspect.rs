@@ -61,17 +61,8 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
     writeln!(out, "  project   {}", s("project"))?;
     writeln!(out, "  name      {}", s("name"))?;
     writeln!(out, "  parent    {}", s("parentSession"))?;
-    writeln!(
-        out,
-        "  activity  {} → {}",
-        s("startedAt"),
-        s("lastActivityAt")
-    )?;
-    writeln!(
-        out,
-        "  models    {}",
-        terminal_safe(&super::json::models(a).join(", "))
-    )?;
+    writeln!(out, "  activity  {} → {}", s("startedAt"), s("lastActivityAt"))?;
+    writeln!(out, "  models    {}", terminal_safe(&super::json::models(a).join(", ")))?;
     writeln!(
         out,
         "  entries   {} ({} on the active path, {} off it, {} roots)",
@@ -110,11 +101,8 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
     writeln!(out)?;
 
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec![
-        "Projected role",
-        "Messages",
-        "Est. tokens",
-    ]);
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_header(vec!["Projected role", "Messages", "Est. tokens"]);
     for (role, n, tok) in projection_by_role(a) {
         t.add_row(vec![
             Cell::new(terminal_safe(&role)),
@@ -181,12 +169,10 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
         out,
         "damage: {} malformed lines{}, {} dropped values, {} pending tail bytes, {} invalid UTF-8 lines, {} lone-surrogate lines{}{}",
         d.malformed_lines,
-        d.first_damage
-            .as_ref()
-            .map_or_else(String::new, |x| format!(
-                " (first at line {}, byte {}: {})",
-                x.line, x.offset, x.reason
-            )),
+        d.first_damage.as_ref().map_or_else(String::new, |x| format!(
+            " (first at line {}, byte {}: {})",
+            x.line, x.offset, x.reason
+        )),
         d.dropped_values,
         d.pending_tail_bytes,
         d.invalid_utf8_lines,
@@ -196,8 +182,7 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
         } else {
             ""
         },
-        a.pi_error.map_or_else(String::new, |e| format!(
-            "; Pi's own code would fail on this file: {e}"
-        )),
+        a.pi_error
+            .map_or_else(String::new, |e| format!("; Pi's own code would fail on this file: {e}")),
     )
 }

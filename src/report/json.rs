@@ -162,17 +162,10 @@ pub fn session_json(rel: &str, a: &SessionAnalysis) -> Map<String, Value> {
             jv(&h.version)
         },
     );
-    put(
-        "migratedFrom",
-        t.migrated_from.clone().unwrap_or(Value::Null),
-    );
+    put("migratedFrom", t.migrated_from.clone().unwrap_or(Value::Null));
     put(
         "cwd",
-        h.cwd
-            .as_ref()
-            .filter(|c| c.is_string())
-            .cloned()
-            .unwrap_or(Value::Null),
+        h.cwd.as_ref().filter(|c| c.is_string()).cloned().unwrap_or(Value::Null),
     );
     put("parentSession", jv(&h.parent_session));
     put("headerTimestamp", jv(&h.timestamp));
@@ -229,15 +222,9 @@ pub fn session_json(rel: &str, a: &SessionAnalysis) -> Map<String, Value> {
     );
     put("leafId", entry_id(t, a.leaf));
     put("leafIndex", a.leaf.into());
-    put(
-        "leafType",
-        a.leaf.map(|i| t.entries[i as usize].ty.name()).into(),
-    );
+    put("leafType", a.leaf.map(|i| t.entries[i as usize].ty.name()).into());
     put("activePathLength", a.active_path_length.into());
-    put(
-        "offPathEntries",
-        (t.entries.len() as u64 - a.active_path_length).into(),
-    );
+    put("offPathEntries", (t.entries.len() as u64 - a.active_path_length).into());
     put("treeRoots", a.tree_roots.into());
     put("contextEntryCount", a.context_entry_count.into());
     put("contextEntryTypes", tally_json(&a.context_entry_types));
@@ -245,10 +232,9 @@ pub fn session_json(rel: &str, a: &SessionAnalysis) -> Map<String, Value> {
     put("projectedRoles", tally_json(&a.projected_roles));
     put(
         "model",
-        a.model.as_ref().map_or(
-            Value::Null,
-            |(p, mo)| json!({"provider": jv(p), "modelId": jv(mo)}),
-        ),
+        a.model
+            .as_ref()
+            .map_or(Value::Null, |(p, mo)| json!({"provider": jv(p), "modelId": jv(mo)})),
     );
     put("thinkingLevel", jv(&a.thinking_level));
     let ed = &a.edits;

@@ -68,10 +68,7 @@ pub fn usd(c: f64) -> String {
 }
 
 /// The `sessions --json` document: sessions, rejected files, scan issues and corpus totals.
-pub fn sessions_document(
-    out: &mut impl std::io::Write,
-    c: &crate::corpus::Corpus,
-) -> std::io::Result<()> {
+pub fn sessions_document(out: &mut impl std::io::Write, c: &crate::corpus::Corpus) -> std::io::Result<()> {
     use serde_json::{Value, json};
     let num = crate::js::num_json;
     let t = &c.totals;

@@ -48,17 +48,12 @@ pub fn sessions(out: &mut impl Write, corpus: &Corpus, width: Option<u16>) -> st
             Cell::new(terminal_safe(&r.project)),
             Cell::new(terminal_safe(r.name.as_deref().unwrap_or(""))),
             Cell::new(r.started.as_deref().map_or("", |t| &t[..16.min(t.len())])),
-            Cell::new(
-                r.last_activity
-                    .as_deref()
-                    .map_or("", |t| &t[..16.min(t.len())]),
-            ),
+            Cell::new(r.last_activity.as_deref().map_or("", |t| &t[..16.min(t.len())])),
             Cell::new(terminal_safe(&r.models.join(", "))),
             Cell::new(r.messages).set_alignment(CellAlignment::Right),
             Cell::new(tokens(r.totals.tokens())).set_alignment(CellAlignment::Right),
             Cell::new(cost).set_alignment(CellAlignment::Right),
-            Cell::new(r.context_tokens.map_or_else(|| "unknown".into(), tokens))
-                .set_alignment(CellAlignment::Right),
+            Cell::new(r.context_tokens.map_or_else(|| "unknown".into(), tokens)).set_alignment(CellAlignment::Right),
             Cell::new(r.compactions).set_alignment(CellAlignment::Right),
         ]);
     }

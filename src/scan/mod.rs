@@ -46,14 +46,11 @@ pub fn discover(roots: &[PathBuf]) -> Discovery {
     let mut d = Discovery::default();
     for root in roots {
         match std::fs::metadata(root) {
-            Err(e) => d
-                .issues
-                .push(ScanIssue::new(root, format!("cannot read: {e}"))),
+            Err(e) => d.issues.push(ScanIssue::new(root, format!("cannot read: {e}"))),
             Ok(m) if m.is_file() => {
-                let rel = root.file_name().map_or_else(
-                    || root.display().to_string(),
-                    |n| n.to_string_lossy().into_owned(),
-                );
+                let rel = root
+                    .file_name()
+                    .map_or_else(|| root.display().to_string(), |n| n.to_string_lossy().into_owned());
                 d.files.push(FoundFile {
                     path: root.clone(),
                     rel,
@@ -70,15 +67,10 @@ pub fn discover(roots: &[PathBuf]) -> Discovery {
 }
 
 fn walk(root: &Path, d: &mut Discovery) {
-    for item in walkdir::WalkDir::new(root)
-        .follow_links(true)
-        .sort_by_file_name()
-    {
+    for item in walkdir::WalkDir::new(root).follow_links(true).sort_by_file_name() {
         match item {
             Err(e) => {
-                let path = e
-                    .path()
-                    .map_or_else(|| root.to_path_buf(), Path::to_path_buf);
+                let path = e.path().map_or_else(|| root.to_path_buf(), Path::to_path_buf);
                 let what = if e.loop_ancestor().is_some() {
                     "symlink loop".to_string()
                 } else {

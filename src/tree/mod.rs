@@ -66,15 +66,8 @@ impl Tree {
             }
         }
         let migrated_from = (v < 3.0).then(|| file_version.clone());
-        let extra_header_lines = all
-            .iter()
-            .skip(1)
-            .filter(|e| e.ty == EntryType::Session)
-            .count() as u64;
-        let entries: Vec<Entry> = all
-            .into_iter()
-            .filter(|e| e.ty != EntryType::Session)
-            .collect();
+        let extra_header_lines = all.iter().skip(1).filter(|e| e.ty == EntryType::Session).count() as u64;
+        let entries: Vec<Entry> = all.into_iter().filter(|e| e.ty != EntryType::Session).collect();
         let mut by_id = HashMap::with_capacity(entries.len());
         for (i, e) in entries.iter().enumerate() {
             by_id.insert(e.id.clone(), i as u32);
@@ -159,9 +152,7 @@ impl Tree {
     pub fn root_count(&self) -> u64 {
         self.entries
             .iter()
-            .filter(|e| {
-                e.parent == Key::Null || e.parent == e.id || !self.by_id.contains_key(&e.parent)
-            })
+            .filter(|e| e.parent == Key::Null || e.parent == e.id || !self.by_id.contains_key(&e.parent))
             .count() as u64
     }
 
@@ -215,9 +206,7 @@ impl Tree {
             match &self.entries[i as usize].body {
                 Body::ThinkingLevel(t) => thinking = t.clone(),
                 Body::ModelChange(m) => model = Some((m.provider.clone(), m.model_id.clone())),
-                Body::Message(m) if m.role == Role::Assistant => {
-                    model = Some((m.provider.clone(), m.model.clone()))
-                }
+                Body::Message(m) if m.role == Role::Assistant => model = Some((m.provider.clone(), m.model.clone())),
                 _ => {}
             }
         }
@@ -352,9 +341,7 @@ mod tests {
             r#"{"type":"session","version":2,"id":"s"}"#,
             r#"{"type":"message","id":"a","parentId":null,"message":{"role":"hookMessage","content":"x"}}"#,
         ]);
-        let Body::Message(m) = &t.entries[0].body else {
-            panic!()
-        };
+        let Body::Message(m) = &t.entries[0].body else { panic!() };
         assert_eq!(m.role, Role::Custom);
     }
 }

@@ -226,21 +226,16 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                     });
                     acc.by_kind[ki].1 += 1;
                     let _ = acc.by_kind[ki].2.add(u);
-                    let key = format!(
-                        "{}/{}",
-                        js::js_string_of(&ue.provider),
-                        js::js_string_of(&ue.model)
-                    );
+                    let key = format!("{}/{}", js::js_string_of(&ue.provider), js::js_string_of(&ue.model));
                     add_group(key, u, &mut groups);
-                    acc.records
-                        .push(record(e, i, Source::Usage, u, active, |r| {
-                            r.kind = ue
-                                .kind
-                                .as_ref()
-                                .map(|k| js::js_string_of(&Some(k.clone())).into_owned());
-                            r.provider = opt_string(&ue.provider);
-                            r.model = opt_string(&ue.model);
-                        }));
+                    acc.records.push(record(e, i, Source::Usage, u, active, |r| {
+                        r.kind = ue
+                            .kind
+                            .as_ref()
+                            .map(|k| js::js_string_of(&Some(k.clone())).into_owned());
+                        r.provider = opt_string(&ue.provider);
+                        r.model = opt_string(&ue.model);
+                    }));
                 }
                 _ => {
                     err.get_or_insert("usage entry without a usage object");
@@ -254,8 +249,7 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                     add_checked(&mut acc.stats.totals, u, &mut err);
                     add_checked(&mut acc.by_source.branch_summary, u, &mut err);
                     add_group(TOOLS_KEY.into(), u, &mut groups);
-                    acc.records
-                        .push(record(e, i, Source::BranchSummary, u, active, |_| {}));
+                    acc.records.push(record(e, i, Source::BranchSummary, u, active, |_| {}));
                 }
             }
             Body::Compaction(c) => {
@@ -266,8 +260,7 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                     add_checked(&mut acc.stats.totals, u, &mut err);
                     add_checked(&mut acc.by_source.compaction, u, &mut err);
                     add_group(TOOLS_KEY.into(), u, &mut groups);
-                    acc.records
-                        .push(record(e, i, Source::Compaction, u, active, |_| {}));
+                    acc.records.push(record(e, i, Source::Compaction, u, active, |_| {}));
                 }
             }
             Body::Message(m) => {
@@ -286,9 +279,8 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                                     add_checked(&mut acc.stats.totals, u, &mut err);
                                     add_checked(&mut acc.by_source.tool_result, u, &mut err);
                                     add_group(TOOLS_KEY.into(), u, &mut groups);
-                                    acc.records.push(record(e, i, Source::Tool, u, active, |r| {
-                                        message_fields(r, m)
-                                    }));
+                                    acc.records
+                                        .push(record(e, i, Source::Tool, u, active, |r| message_fields(r, m)));
                                 }
                                 None => {
                                     err.get_or_insert("toolResult usage is not an object");
@@ -310,16 +302,10 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                                     Some(v) if !v.is_null() => &m.response_model,
                                     _ => &m.model,
                                 };
-                                let key = format!(
-                                    "{}/{}",
-                                    js::js_string_of(&m.provider),
-                                    js::js_string_of(model)
-                                );
+                                let key = format!("{}/{}", js::js_string_of(&m.provider), js::js_string_of(model));
                                 add_group(key, u, &mut groups);
                                 acc.records
-                                    .push(record(e, i, Source::Assistant, u, active, |r| {
-                                        message_fields(r, m)
-                                    }));
+                                    .push(record(e, i, Source::Assistant, u, active, |r| message_fields(r, m)));
                             }
                             None => {
                                 err.get_or_insert("assistant message without a usage object");
@@ -343,11 +329,7 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
         .filter(|r| r.cost > 0.0 || r.tokens > 0.0)
         .collect();
     // Array#sort is stable; `b.cost - a.cost`, with NaN compared as equal.
-    breakdown.sort_by(|a, b| {
-        b.cost
-            .partial_cmp(&a.cost)
-            .unwrap_or(std::cmp::Ordering::Equal)
-    });
+    breakdown.sort_by(|a, b| b.cost.partial_cmp(&a.cost).unwrap_or(std::cmp::Ordering::Equal));
     acc.breakdown = breakdown;
     acc
 }
@@ -411,16 +393,8 @@ fn record(
         cache_write_1h: (!u.cache_write_1h.is_nan()).then_some(u.cache_write_1h),
         reasoning: (!u.reasoning.is_nan()).then_some(u.reasoning),
         total_tokens: z(u.total_tokens, missing::TOTAL_TOKENS),
-        cost_input: if u.cost_input.is_nan() {
-            0.0
-        } else {
-            u.cost_input
-        },
-        cost_output: if u.cost_output.is_nan() {
-            0.0
-        } else {
-            u.cost_output
-        },
+        cost_input: if u.cost_input.is_nan() { 0.0 } else { u.cost_input },
+        cost_output: if u.cost_output.is_nan() { 0.0 } else { u.cost_output },
         cost_cache_read: if u.cost_cache_read.is_nan() {
             0.0
         } else {
@@ -433,11 +407,7 @@ fn record(
         },
         cost_total: z(
             u.cost_total,
-            if u.has_cost {
-                missing::COST_TOTAL
-            } else {
-                missing::COST
-            },
+            if u.has_cost { missing::COST_TOTAL } else { missing::COST },
         ),
         missing: 0,
         on_active_path: active,

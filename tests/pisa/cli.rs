@@ -4,7 +4,8 @@ use std::fs;
 
 use crate::support::{pisa, shared};
 
-const HEADER: &str = r#"{"type":"session","version":3,"id":"s-1","timestamp":"2026-05-01T10:00:00.000Z","cwd":"/home/u/proj"}"#;
+const HEADER: &str =
+    r#"{"type":"session","version":3,"id":"s-1","timestamp":"2026-05-01T10:00:00.000Z","cwd":"/home/u/proj"}"#;
 const USER: &str = r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-05-01T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1777629601000}}"#;
 const ASSISTANT: &str = r#"{"type":"message","id":"a2","parentId":"a1","timestamp":"2026-05-01T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":100,"output":20,"cacheRead":0,"cacheWrite":0,"totalTokens":120,"cost":{"input":0.0003,"output":0.0003,"cacheRead":0,"cacheWrite":0,"total":0.0006}},"stopReason":"stop","timestamp":1777629602000}}"#;
 
@@ -38,11 +39,7 @@ fn rejected_and_damaged_files_are_listed_with_reason_and_exit_two() {
     let sub = dir.path().join("--home-u-proj--");
     fs::write(sub.join("transcript.jsonl"), "{\"role\":\"user\"}\n").unwrap();
     fs::write(sub.join("empty.jsonl"), "").unwrap();
-    fs::write(
-        sub.join("damaged.jsonl"),
-        format!("{HEADER}\n{{oops\n{USER}\n"),
-    )
-    .unwrap();
+    fs::write(sub.join("damaged.jsonl"), format!("{HEADER}\n{{oops\n{USER}\n")).unwrap();
     let (code, out, err) = pisa(&["sessions", "--json", dir.path().to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.contains("transcript.jsonl: not a Pi session"), "{err}");
@@ -144,21 +141,7 @@ fn inspect_shows_projection_compactions_and_damage() {
 #[test]
 fn results_are_identical_with_one_thread_and_many() {
     let dir = shared().join("fixtures");
-    let one = pisa(&[
-        "--threads",
-        "1",
-        "sessions",
-        "--json",
-        dir.to_str().unwrap(),
-    ])
-    .1;
-    let many = pisa(&[
-        "--threads",
-        "4",
-        "sessions",
-        "--json",
-        dir.to_str().unwrap(),
-    ])
-    .1;
+    let one = pisa(&["--threads", "1", "sessions", "--json", dir.to_str().unwrap()]).1;
+    let many = pisa(&["--threads", "4", "sessions", "--json", dir.to_str().unwrap()]).1;
     assert_eq!(one, many);
 }

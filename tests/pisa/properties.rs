@@ -4,8 +4,7 @@ use pisa::analyze::{FileAnalysis, analyze_bytes};
 use pisa::parse::{Scratch, parse_file};
 use proptest::prelude::*;
 
-const HEADER: &str =
-    r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
+const HEADER: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
 
 fn line() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
@@ -23,12 +22,8 @@ fn line() -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn file() -> impl Strategy<Value = Vec<u8>> {
-    (
-        prop::collection::vec(line(), 0..30),
-        any::<bool>(),
-        any::<bool>(),
-    )
-        .prop_map(|(lines, header, trailing_newline)| {
+    (prop::collection::vec(line(), 0..30), any::<bool>(), any::<bool>()).prop_map(
+        |(lines, header, trailing_newline)| {
             let mut out = Vec::new();
             if header {
                 out.extend_from_slice(HEADER.as_bytes());
@@ -41,7 +36,8 @@ fn file() -> impl Strategy<Value = Vec<u8>> {
                 }
             }
             out
-        })
+        },
+    )
 }
 
 proptest! {

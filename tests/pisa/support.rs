@@ -32,19 +32,10 @@ pub fn pisa(args: &[&str]) -> (i32, String, String) {
 
 /// `pisa sessions --json DIR`, parsed.
 pub fn pisa_json(dir: &Path) -> Value {
-    let (code, out, err) = pisa(&[
-        "sessions",
-        "--json",
-        "--quiet",
-        dir.to_str().expect("utf-8 path"),
-    ]);
+    let (code, out, err) = pisa(&["sessions", "--json", "--quiet", dir.to_str().expect("utf-8 path")]);
     assert!(code == 0 || code == 2, "pisa exited {code}: {err}");
-    serde_json::from_str(&out).unwrap_or_else(|e| {
-        panic!(
-            "pisa printed invalid JSON ({e}): {}",
-            &out[..out.len().min(500)]
-        )
-    })
+    serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("pisa printed invalid JSON ({e}): {}", &out[..out.len().min(500)]))
 }
 
 /// Install the oracle once per test run (its setup script is idempotent).
@@ -53,7 +44,10 @@ fn oracle_ready() -> &'static PathBuf {
     READY.get_or_init(|| {
         let dir = shared().join("oracle");
         assert!(
-            Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success()),
+            Command::new("node")
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success()),
             "Node.js is required for the oracle agreement tests (install Node >= 20); they never skip"
         );
         let status = Command::new("bash")
@@ -99,11 +93,7 @@ pub fn diff(oracle: &Value, pisa: &Value, path: &str, out: &mut Vec<String>) {
         }
         (Value::Array(a), Value::Array(b)) => {
             if a.len() != b.len() {
-                out.push(format!(
-                    "{path}: {} items in the oracle, {} in pisa",
-                    a.len(),
-                    b.len()
-                ));
+                out.push(format!("{path}: {} items in the oracle, {} in pisa", a.len(), b.len()));
                 return;
             }
             for (i, (x, y)) in a.iter().zip(b).enumerate() {
@@ -116,10 +106,7 @@ pub fn diff(oracle: &Value, pisa: &Value, path: &str, out: &mut Vec<String>) {
                 (Some(x), Some(y)) => x == y,
                 _ => {
                     // Costs: within 1e-9 relative.
-                    let (x, y) = (
-                        a.as_f64().unwrap_or(f64::NAN),
-                        b.as_f64().unwrap_or(f64::NAN),
-                    );
+                    let (x, y) = (a.as_f64().unwrap_or(f64::NAN), b.as_f64().unwrap_or(f64::NAN));
                     x == y || (x - y).abs() <= 1e-9 * x.abs().max(y.abs())
                 }
             };
@@ -186,8 +173,7 @@ pub fn agreement(dir: &Path) -> Agreement {
             a.equal += 1;
         } else {
             d.truncate(12);
-            a.failures
-                .push(format!("{path}:\n    {}", d.join("\n    ")));
+            a.failures.push(format!("{path}:\n    {}", d.join("\n    ")));
         }
     }
     a
