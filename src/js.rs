@@ -112,13 +112,48 @@ pub fn number_to_string(f: f64) -> String {
 /// Length in UTF-16 code units (`String#length`) of valid UTF-8 text.
 #[inline]
 pub fn utf16_len(s: &str) -> u64 {
-    // Every byte that is not a continuation byte starts one scalar value; four-byte
-    // sequences (leaders >= 0xF0) need a surrogate pair, i.e. one more unit.
+    // Every byte that is not a continuation byte (0b10xxxxxx) starts one scalar value, and
+    // four-byte sequences (leaders >= 0xF0) need a surrogate pair: one unit more. Eight
+    // bytes at a time: bit 7 of each byte of the masks below marks the byte's class.
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let (words, rest) = s.as_bytes().as_chunks::<8>();
     let mut n = 0u64;
-    for &b in s.as_bytes() {
+    for w in words {
+        let w = u64::from_le_bytes(*w);
+        let continuation = w & !(w << 1) & HI;
+        let four_byte_leader = w & (w << 1) & (w << 2) & (w << 3) & HI;
+        n += 8 - u64::from(continuation.count_ones()) + u64::from(four_byte_leader.count_ones());
+    }
+    for &b in rest {
         n += u64::from((b as i8) >= -0x40) + u64::from(b >= 0xF0);
     }
     n
+}
+
+/// Extra characters `JSON.stringify` adds for escapes in `s`: one for `"`, `\\` and the
+/// short control escapes, five for other control characters (`\u00XX`).
+fn escape_extra(s: &str) -> u64 {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(LO) & !v & HI != 0;
+    let (words, rest) = s.as_bytes().as_chunks::<8>();
+    let mut extra = 0u64;
+    let byte_extra = |b: u8| -> u64 {
+        match b {
+            b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        }
+    };
+    for w in words {
+        let v = u64::from_le_bytes(*w);
+        // Bytes below 0x20 (bit 7 clear and below after subtracting 0x20), quotes, backslashes.
+        let control = v.wrapping_sub(0x2020_2020_2020_2020) & !v & HI != 0;
+        if control || has_zero(v ^ 0x2222_2222_2222_2222) || has_zero(v ^ 0x5c5c_5c5c_5c5c_5c5c) {
+            extra += w.iter().map(|&b| byte_extra(b)).sum::<u64>();
+        }
+    }
+    extra + rest.iter().map(|&b| byte_extra(b)).sum::<u64>()
 }
 
 /// Whether `c` is removed by `String.prototype.trim` (WhiteSpace and LineTerminator).
@@ -163,14 +198,9 @@ pub fn cmp_utf16(a: &str, b: &str) -> std::cmp::Ordering {
 /// `lone_marker`: U+FFFF stands for a lone surrogate that the reader replaced (see
 /// `parse::text`); `JSON.stringify` writes a lone surrogate as a six-character escape.
 pub fn stringify_str_len(s: &str, lone_marker: bool) -> u64 {
-    let mut n = 2u64;
-    for c in s.chars() {
-        n += match c {
-            '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
-            '\0'..='\u{1f}' => 6,
-            '\u{ffff}' if lone_marker => 6,
-            c => c.len_utf16() as u64,
-        };
+    let mut n = 2 + utf16_len(s) + escape_extra(s);
+    if lone_marker {
+        n += 5 * s.matches('\u{ffff}').count() as u64;
     }
     n
 }
@@ -388,6 +418,8 @@ mod tests {
         assert_eq!(utf16_len("😀"), 2);
         assert_eq!(utf16_len("e\u{301}"), 2);
         assert_eq!(utf16_len("\u{fffd}"), 1);
+        let mixed = "ascii text, é, 日本, 😀, e\u{301} and more ascii to fill several words 𝄞!";
+        assert_eq!(utf16_len(mixed), mixed.encode_utf16().count() as u64);
     }
 
     #[test]
@@ -407,6 +439,16 @@ mod tests {
         assert_eq!(stringify_str_len("\u{1}", false), 8);
         assert_eq!(stringify_str_len("😀", false), 4);
         assert_eq!(stringify_str_len("\u{ffff}", true), 8);
+        let text = "line one\nline \"two\"\tand a \\ backslash \u{1} \u{1f} é 😀 and a long ascii tail here";
+        let expected: u64 = 2 + text
+            .chars()
+            .map(|c| match c {
+                '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
+                '\0'..='\u{1f}' => 6,
+                c => c.len_utf16() as u64,
+            })
+            .sum::<u64>();
+        assert_eq!(stringify_str_len(text, false), expected);
         assert_eq!(stringify_num_len(0.0), 1);
         assert_eq!(stringify_num_len(-12.0), 3);
         assert_eq!(stringify_num_len(0.1), 3);
