@@ -107,11 +107,13 @@ def folder_for_cwd(cwd):
 
 
 class Model:
-    __slots__ = ("provider", "id", "api", "cost", "window", "style", "reasoning", "tiers")
+    __slots__ = ("provider", "id", "api", "cost", "window", "style", "reasoning", "tiers", "eff")
 
     def __init__(self, provider, mid, api, cost, window, style, reasoning=True, tiers=()):
         self.provider, self.id, self.api, self.cost = provider, mid, api, cost
         self.window, self.style, self.reasoning, self.tiers = window, style, reasoning, tiers
+        # what sessions actually fill before Pi compacts (1M-token windows are rarely used up)
+        self.eff = min(window, 272000)
 
 
 MODELS = [
@@ -783,7 +785,7 @@ class Session:
     # -- usage -------------------------------------------------------------------------------
     def call_usage(self, model, out_tokens, think_tokens, *, style=None):
         rng = self.rng
-        prompt = max(200, min(int(self.ctx), int(model.window * 0.97)))
+        prompt = max(200, min(int(self.ctx), int(model.eff * 0.97)))
         st = style or model.style
         cw1h = reasoning = None
         total_override = None
@@ -833,7 +835,7 @@ class Session:
     def side_usage(self, model, prompt, out):
         """Usage of a summary call (compaction, branch_summary) or nested tool work."""
         rng = self.rng
-        prompt = max(100, min(prompt, model.window))
+        prompt = max(100, min(prompt, model.eff))
         if model.style == "anthropic":
             return usage_json(model, prompt, out, 0, 0, era=self.era if self.era != "v3legacy" else "v3")
         cr = rng.randint(0, prompt // 2) // 1024 * 1024
@@ -1108,7 +1110,7 @@ class Session:
             self.features["usage_unknown_kind"] += 1
         else:
             m = self.model if self.model.style == "anthropic" else MODEL_BY_KEY[("anthropic", "claude-sonnet-4-5")]
-            prompt = max(1000, min(int(self.ctx), m.window))
+            prompt = max(1000, min(int(self.ctx), m.eff))
             u = usage_json(m, 0, rng.choice((0, 1)), prompt, 0 if rng.random() < 0.8 else rng.randint(10, 500), era="v3")
             f = {"kind": "cache_warm", "provider": m.provider, "model": m.id, "usage": USAGE_PH}
             self.features["usage_cache_warm"] += 1
@@ -1434,7 +1436,7 @@ class Session:
                     self.thinking_change()
             if rng.random() < ev["bash_exec"]:
                 self.bash_execution()
-            if self.ctx > self.model.window * 0.8 or rng.random() < ev["compaction_random"]:
+            if self.ctx > self.model.eff * 0.8 or rng.random() < ev["compaction_random"]:
                 self.compaction()
             self.user_message()
             self.agent_turn()

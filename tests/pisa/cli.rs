@@ -145,3 +145,19 @@ fn results_are_identical_with_one_thread_and_many() {
     let many = pisa(&["--threads", "4", "sessions", "--json", dir.to_str().unwrap()]).1;
     assert_eq!(one, many);
 }
+
+#[test]
+fn without_a_sessions_folder_the_bundled_sample_is_shown() {
+    let home = tempfile::tempdir().unwrap();
+    let out = assert_cmd::Command::cargo_bin("pisa")
+        .unwrap()
+        .args(["sessions", "--quiet"])
+        .env("HOME", home.path())
+        .env_remove("PI_CODING_AGENT_SESSION_DIR")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("showing the bundled sample"), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("45 sessions"), "{text}");
+}

@@ -42,3 +42,8 @@ fn generated_directories_agree_with_the_oracle() {
 fn files_pi_cannot_load_are_reported_with_pi_error() {
     assert_agreement(&repo().join("tests").join("data").join("pi-errors"), 8);
 }
+
+#[test]
+fn bundled_sample_agrees_with_the_oracle() {
+    assert_agreement(&repo().join("datasets").join("sample"), 40);
+}
