@@ -519,3 +519,87 @@ pub fn compaction_effects(tree: &Tree, active: &Path) -> Vec<CompactionEffect> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::{Scratch, parse_file};
+
+    fn tree(lines: &[&str]) -> Tree {
+        let mut text = String::from(r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/p"}"#);
+        for l in lines {
+            text.push('\n');
+            text.push_str(l);
+        }
+        text.push('\n');
+        Tree::build(parse_file(text.as_bytes(), &mut Scratch::default())).unwrap()
+    }
+
+    const U1: &str = r#"{"type":"message","id":"u1","parentId":null,"message":{"role":"user","content":"12345678"}}"#;
+    const A1: &str = r#"{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[{"type":"text","text":"abcd"}],"usage":{"input":90,"output":10,"cacheRead":0,"cacheWrite":0,"totalTokens":100,"cost":{"total":0.1}},"stopReason":"stop"}}"#;
+    const U2: &str = r#"{"type":"message","id":"u2","parentId":"a1","message":{"role":"user","content":"😀😀😀"}}"#;
+
+    #[test]
+    fn estimate_is_last_usage_plus_trailing_quarters() {
+        let t = tree(&[U1, A1, U2]);
+        let path = t.active_session_path();
+        let proj = project(&t, &path);
+        let e = estimate(&t, &proj, &t.active_branch());
+        // 100 from usage + ceil(6 UTF-16 units / 4) = 2 for the emoji message.
+        assert_eq!(
+            (e.tokens, e.usage_tokens, e.trailing_tokens, e.last_usage_index),
+            (102.0, 100.0, 2.0, Some(1))
+        );
+    }
+
+    #[test]
+    fn an_edit_after_the_usage_falls_back_to_chars_over_four() {
+        let edit = r#"{"type":"context_edit","id":"e1","parentId":"u2","targetId":"u1","replacement":{"content":"x"}}"#;
+        let t = tree(&[U1, A1, U2, edit]);
+        let proj = project(&t, &t.active_session_path());
+        let e = estimate(&t, &proj, &t.active_branch());
+        // user "x" → 1, assistant "abcd" → 1, user emoji → 2.
+        assert_eq!((e.tokens, e.last_usage_index), (4.0, None));
+        assert_eq!(
+            proj.entries
+                .iter()
+                .filter(|p| p.edit == Some(EditKind::Replaced))
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn latest_compaction_keeps_from_first_kept_and_drops_system_messages() {
+        let sys = r#"{"type":"message","id":"s1","parentId":"a1","message":{"role":"system","content":"rules","timestamp":1}}"#;
+        let comp = r#"{"type":"compaction","id":"c1","parentId":"u2","summary":"sum","firstKeptEntryId":"a1","tokensBefore":5}"#;
+        let u2 = U2.replace(r#""parentId":"a1""#, r#""parentId":"s1""#);
+        let t = tree(&[U1, A1, sys, &u2, comp]);
+        let ctx = context_entries(&t, &t.active_session_path());
+        let ids: Vec<_> = ctx
+            .iter()
+            .map(|&i| t.entries[i as usize].id.js_string().into_owned())
+            .collect();
+        assert_eq!(ids, ["c1", "a1", "u2"]);
+        assert!(!context_usage_known(
+            &t,
+            &project(&t, &t.active_session_path()),
+            &t.active_branch()
+        ));
+    }
+
+    #[test]
+    fn retain_none_compaction_keeps_nothing_before_it() {
+        let comp = r#"{"type":"compaction","id":"c1","parentId":"u2","summary":"sum","firstKeptEntryId":"c1","tokensBefore":5}"#;
+        let t = tree(&[U1, A1, U2, comp]);
+        let effects = compaction_effects(&t, &t.active_branch());
+        assert_eq!(effects.len(), 1);
+        assert_eq!(effects[0].context_entries_after, Some(1));
+        assert_eq!(
+            (effects[0].entries_summarized, effects[0].entries_kept),
+            (Some(3), Some(0))
+        );
+        // compactionSummary "sum" → ceil(3/4) = 1.
+        assert_eq!(effects[0].estimated_tokens_after.unwrap().tokens, 1.0);
+    }
+}

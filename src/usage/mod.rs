@@ -59,6 +59,8 @@ pub mod missing {
 pub struct UsageRecord {
     /// Index of the entry in `getEntries()`.
     pub entry: u32,
+    /// The entry's id (`#<n>` for migrated v1 files), when it has one.
+    pub entry_id: Option<String>,
     pub source: Source,
     /// `kind` of a usage entry.
     pub kind: Option<String>,
@@ -376,6 +378,10 @@ fn record(
     };
     let mut r = UsageRecord {
         entry: i,
+        entry_id: match &e.id {
+            crate::js::Key::Undefined | crate::js::Key::Null => None,
+            k => Some(k.js_string().into_owned()),
+        },
         source,
         kind: None,
         provider: None,
@@ -439,4 +445,90 @@ fn identity(r: &UsageRecord) -> u128 {
         *part = h.finish();
     }
     (u128::from(parts[0]) << 64) | u128::from(parts[1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::{Scratch, parse_file};
+
+    fn account_of(lines: &[&str]) -> Accounting {
+        let mut text = String::from(r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/p"}"#);
+        for l in lines {
+            text.push('\n');
+            text.push_str(l);
+        }
+        let tree = Tree::build(parse_file(text.as_bytes(), &mut Scratch::default())).unwrap();
+        let on_path = vec![true; tree.entries.len()];
+        account(&tree, &on_path)
+    }
+
+    const COST: &str = r#""cost":{"input":0.1,"output":0.2,"cacheRead":0,"cacheWrite":0,"total":0.30000000000000004}"#;
+
+    #[test]
+    fn every_source_is_billed_and_grouped_like_pi() {
+        let a = account_of(&[
+            &format!(
+                r#"{{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"assistant","content":[{{"type":"toolCall","name":"x","arguments":{{}}}}],"provider":"openrouter","model":"auto","responseModel":"gpt-5","usage":{{"input":10,"output":5,"cacheRead":1,"cacheWrite":2,"cacheWrite1h":1,"reasoning":3,"totalTokens":18,{COST}}},"stopReason":"toolUse","timestamp":5}}}}"#
+            ),
+            &format!(
+                r#"{{"type":"message","id":"t","parentId":"a","message":{{"role":"toolResult","content":[],"usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,{COST}}}}}}}"#
+            ),
+            &format!(
+                r#"{{"type":"usage","id":"w","parentId":"t","kind":"cache_warm","provider":"anthropic","model":"m","usage":{{"input":0,"output":0,"cacheRead":7,"cacheWrite":0,{COST}}}}}"#
+            ),
+            &format!(
+                r#"{{"type":"compaction","id":"c","parentId":"w","summary":"s","firstKeptEntryId":"c","usage":{{"input":3,"output":1,"cacheRead":0,"cacheWrite":0,{COST}}}}}"#
+            ),
+            &format!(
+                r#"{{"type":"branch_summary","id":"b","parentId":"c","summary":"s","usage":{{"input":2,"output":0,"cacheRead":0,"cacheWrite":0,{COST}}}}}"#
+            ),
+        ]);
+        let sources: Vec<_> = a.records.iter().map(|r| r.source).collect();
+        assert_eq!(
+            sources,
+            [
+                Source::Assistant,
+                Source::Tool,
+                Source::Usage,
+                Source::Compaction,
+                Source::BranchSummary
+            ]
+        );
+        assert_eq!(a.stats.tool_calls, 1);
+        assert_eq!(a.stats.totals.input, 16.0);
+        let keys: Vec<_> = a.breakdown.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, ["Tools/summaries", "openrouter/gpt-5", "anthropic/m"]);
+        let r = &a.records[0];
+        assert_eq!(
+            (r.cache_write_1h, r.reasoning, r.response_model.as_deref()),
+            (Some(1.0), Some(3.0), Some("gpt-5"))
+        );
+        assert_eq!(a.by_kind[0].0, "cache_warm");
+        assert!(a.pi_error.is_none());
+    }
+
+    #[test]
+    fn a_missing_field_is_nan_for_pi_and_zero_for_the_record() {
+        let a = account_of(&[&format!(
+            r#"{{"type":"message","id":"a","parentId":null,"message":{{"role":"assistant","content":[],"usage":{{"input":10,"output":5,{COST}}}}}}}"#
+        )]);
+        assert!(a.stats.totals.cache_read.is_nan());
+        let r = &a.records[0];
+        assert_eq!(r.cache_read, 0.0);
+        assert_eq!(r.missing & missing::CACHE_READ, missing::CACHE_READ);
+        assert_eq!(r.tokens(), 15.0);
+    }
+
+    #[test]
+    fn identity_ignores_entry_ids_but_not_tokens() {
+        let line = |id: &str, input: u32| {
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{{"role":"assistant","content":[],"provider":"p","model":"m","usage":{{"input":{input},"output":1,"cacheRead":0,"cacheWrite":0,{COST}}},"timestamp":7}}}}"#
+            )
+        };
+        let a = account_of(&[&line("x", 1), &line("y", 1), &line("z", 2)]);
+        assert_eq!(a.records[0].identity, a.records[1].identity);
+        assert_ne!(a.records[0].identity, a.records[2].identity);
+    }
 }
