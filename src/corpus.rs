@@ -139,7 +139,30 @@ pub fn analyze_files(files: &[FoundFile], progress: Option<Progress<'_>>) -> Cor
     corpus
 }
 
+/// Analyse one file; a panic (a bug in pisa) costs only this file, which is reported.
 fn analyze_one(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_one_unguarded(f, scratch))) {
+        Ok(outcome) => outcome,
+        Err(payload) => {
+            // The scratch buffers may hold anything now: start them afresh.
+            *scratch = Scratch::default();
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            let reason = format!("internal error in pisa while reading this file ({what}); please report it");
+            Outcome::Rejected(RejectedFile {
+                rel: f.rel.clone(),
+                path: f.path.clone(),
+                json: json!({"path": f.rel, "status": "failed", "reason": reason}),
+                reason,
+            })
+        }
+    }
+}
+
+fn analyze_one_unguarded(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
     let data = match scan::source::load(&f.path) {
         Ok(d) => d,
         Err(e) => {

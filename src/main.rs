@@ -22,6 +22,13 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // A panic inside a worker is caught and reported with its file (see `corpus`); the
+    // default hook would print a Rust backtrace hint to the user first.
+    std::panic::set_hook(Box::new(|info| {
+        if std::thread::current().name() == Some("main") {
+            eprintln!("pisa: internal error: {info} (please report it)");
+        }
+    }));
     if let Some(n) = cli.threads {
         // Only fails when a pool exists already, which cannot happen this early.
         let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
