@@ -67,8 +67,10 @@ pub struct SessionAnalysis {
     pub effects: Vec<CompactionEffect>,
     /// Why Pi's own code would throw on this file, if it would.
     pub pi_error: Option<&'static str>,
-    /// First and last activity (Unix ms), from entry and message timestamps.
-    pub first_activity_ms: Option<f64>,
+    /// When the session file was created: the header timestamp (Unix ms).
+    pub started_ms: Option<f64>,
+    /// Pi's "modified" time in its session list: the latest user or assistant message
+    /// (its Unix-ms timestamp, else the entry's), else the header timestamp.
     pub last_activity_ms: Option<f64>,
 }
 
@@ -165,7 +167,13 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
     let effects = project::compaction_effects(&tree, &branch);
     let context_entry_types = tally(proj.context.iter().map(|&i| tree.entries[i as usize].ty.name()));
     let projected_roles = tally(proj.messages.iter().map(|m| m.role.name()));
-    let (first_activity_ms, last_activity_ms) = activity(&tree);
+    let started_ms = tree
+        .header
+        .timestamp
+        .as_ref()
+        .and_then(|t| t.as_str())
+        .and_then(parse_iso_ms);
+    let last_activity_ms = last_activity(&tree).or(started_ms);
     let pi_error = tree
         .pi_error
         .or(accounting.pi_error)
@@ -195,7 +203,7 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
         context_usage_tokens,
         effects,
         pi_error,
-        first_activity_ms,
+        started_ms,
         last_activity_ms,
         name,
         accounting,
@@ -204,29 +212,22 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
     }
 }
 
-/// First and last activity: entry timestamps and user/assistant message timestamps.
-fn activity(tree: &Tree) -> (Option<f64>, Option<f64>) {
-    let mut first: Option<f64> = tree
-        .header
-        .timestamp
-        .as_ref()
-        .and_then(|t| t.as_str())
-        .and_then(parse_iso_ms);
-    let mut last = first;
+/// `buildSessionInfo`'s activity time: the latest user or assistant message that has a
+/// string role and a `content` key, by `message.timestamp` when it is a number, else by the
+/// entry's timestamp. A non-positive maximum counts as none.
+fn last_activity(tree: &Tree) -> Option<f64> {
+    let mut last: Option<f64> = None;
     for e in &tree.entries {
-        let mut t = e.timestamp.as_deref().and_then(parse_iso_ms);
-        if let Body::Message(m) = &e.body
-            && matches!(m.role, Role::User | Role::Assistant)
-            && let Some(ms) = m.timestamp_ms
-        {
-            t = Some(ms);
+        let Body::Message(m) = &e.body else { continue };
+        if !m.has_content_key || !matches!(m.role, Role::User | Role::Assistant) {
+            continue;
         }
+        let t = m.timestamp_ms.or_else(|| e.timestamp.as_deref().and_then(parse_iso_ms));
         if let Some(t) = t {
-            first = Some(first.map_or(t, |f| f.min(t)));
-            last = Some(last.map_or(t, |l| l.max(t)));
+            last = Some(last.unwrap_or(0.0).max(t));
         }
     }
-    (first, last)
+    last.filter(|&t| t > 0.0)
 }
 
 /// Milliseconds since the epoch of an ISO 8601 timestamp.

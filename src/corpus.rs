@@ -193,13 +193,7 @@ fn analyze_one_unguarded(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
                     totals: record_totals(r),
                 })
                 .collect();
-            let started_ms = a
-                .tree
-                .header
-                .timestamp
-                .as_ref()
-                .and_then(|t| t.as_str())
-                .and_then(crate::analyze::parse_iso_ms);
+            let started_ms = a.started_ms;
             let mut totals = Totals::default();
             for r in &a.accounting.records {
                 totals.add_record(r);
@@ -207,7 +201,7 @@ fn analyze_one_unguarded(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
             let row = Row {
                 project: rjson::project_of(&a.tree, &f.rel),
                 name: a.name.clone(),
-                started: a.first_activity_ms.and_then(rjson::iso_ms),
+                started: a.started_ms.and_then(rjson::iso_ms),
                 last_activity: a.last_activity_ms.and_then(rjson::iso_ms),
                 models: rjson::models(&a),
                 messages: a.accounting.stats.total_messages,

@@ -153,6 +153,8 @@ pub struct Message {
     pub is_null: bool,
     /// The role, when it is a string.
     pub role: Role,
+    /// `"content" in message`.
+    pub has_content_key: bool,
     pub content: ContentChars,
     /// Tool calls in an array content.
     pub tool_calls: u32,

@@ -273,6 +273,7 @@ pub fn message_of(v: V<'_, '_>, lone: bool) -> Message {
         },
     };
     m.timestamp_ms = timestamp.and_then(number);
+    m.has_content_key = content.is_some();
     m.content = content_chars(content, lone);
     if let Some(arr) = content.and_then(|c| c.as_array()) {
         for block in arr.iter() {

@@ -267,7 +267,7 @@ pub fn session_json(rel: &str, a: &SessionAnalysis) -> Map<String, Value> {
     put("compactionEffects", Value::Array(effects));
     // pisa's own keys.
     put("project", project_of(t, rel).into());
-    put("startedAt", a.first_activity_ms.and_then(iso_ms).into());
+    put("startedAt", a.started_ms.and_then(iso_ms).into());
     put("lastActivityAt", a.last_activity_ms.and_then(iso_ms).into());
     put("models", models(a).into());
     put("damage", {
