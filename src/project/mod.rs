@@ -523,17 +523,7 @@ pub fn compaction_effects(tree: &Tree, active: &Path) -> Vec<CompactionEffect> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::{Scratch, parse_file};
-
-    fn tree(lines: &[&str]) -> Tree {
-        let mut text = String::from(r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/p"}"#);
-        for l in lines {
-            text.push('\n');
-            text.push_str(l);
-        }
-        text.push('\n');
-        Tree::build(parse_file(text.as_bytes(), &mut Scratch::default())).unwrap()
-    }
+    use crate::tree::tree_of as tree;
 
     const U1: &str = r#"{"type":"message","id":"u1","parentId":null,"message":{"role":"user","content":"12345678"}}"#;
     const A1: &str = r#"{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":[{"type":"text","text":"abcd"}],"usage":{"input":90,"output":10,"cacheRead":0,"cacheWrite":0,"totalTokens":100,"cost":{"total":0.1}},"stopReason":"stop"}}"#;

@@ -266,15 +266,28 @@ fn migrate_v1(all: &mut [Entry]) -> Option<&'static str> {
     pi_error
 }
 
+/// A tree from a v3 header and the given entry lines (for unit tests of later stages).
+#[cfg(test)]
+pub fn tree_of(entries: &[&str]) -> Tree {
+    let mut lines = vec![r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/p"}"#];
+    lines.extend_from_slice(entries);
+    tree(&lines)
+}
+
+/// A tree from whole lines, header included.
+#[cfg(test)]
+pub fn tree(lines: &[&str]) -> Tree {
+    let text = lines.join("\n") + "\n";
+    Tree::build(crate::parse::parse_file(
+        text.as_bytes(),
+        &mut crate::parse::Scratch::default(),
+    ))
+    .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::{Scratch, parse_file};
-
-    fn tree(lines: &[&str]) -> Tree {
-        let text = lines.join("\n") + "\n";
-        Tree::build(parse_file(text.as_bytes(), &mut Scratch::default())).unwrap()
-    }
 
     const H3: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/p"}"#;
 

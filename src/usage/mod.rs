@@ -450,15 +450,9 @@ fn identity(r: &UsageRecord) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::{Scratch, parse_file};
 
     fn account_of(lines: &[&str]) -> Accounting {
-        let mut text = String::from(r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/p"}"#);
-        for l in lines {
-            text.push('\n');
-            text.push_str(l);
-        }
-        let tree = Tree::build(parse_file(text.as_bytes(), &mut Scratch::default())).unwrap();
+        let tree = crate::tree::tree_of(lines);
         let on_path = vec![true; tree.entries.len()];
         account(&tree, &on_path)
     }
