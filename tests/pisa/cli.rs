@@ -161,3 +161,20 @@ fn without_a_sessions_folder_the_bundled_sample_is_shown() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("45 sessions"), "{text}");
 }
+
+#[test]
+fn sessions_table_on_the_sample_is_stable() {
+    let sample = crate::support::repo().join("datasets").join("sample");
+    let (code, out, _) = pisa(&["sessions", "--quiet", sample.to_str().unwrap()]);
+    assert_eq!(code, 2, "the sample holds rejected and damaged files on purpose");
+    insta::assert_snapshot!("sessions_table_sample", out);
+}
+
+#[test]
+fn inspect_of_a_fixture_is_stable() {
+    let file = shared().join("fixtures").join("pi-mono").join("before-compaction.jsonl");
+    let (_, out, _) = pisa(&["inspect", file.to_str().unwrap()]);
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"(?m)^\S*before-compaction\.jsonl$", "[FIXTURE]");
+    settings.bind(|| insta::assert_snapshot!("inspect_before_compaction", out));
+}
