@@ -134,12 +134,7 @@ fn sessions(args: SessionsArgs) -> Result<ExitCode> {
     if args.json {
         report::sessions_document(&mut out, &corpus)?;
     } else {
-        let width = if std::io::stdout().is_terminal() {
-            None
-        } else {
-            Some(200)
-        };
-        report::table::sessions(&mut out, &corpus, width)?;
+        report::table::sessions(&mut out, &corpus, std::io::stdout().is_terminal())?;
     }
     out.flush()?;
     if corpus.sessions.is_empty() && corpus.rejected.is_empty() && !corpus.issues.is_empty() {

@@ -9,14 +9,16 @@ use super::{terminal_safe, tokens, usd};
 use crate::corpus::Corpus;
 
 /// Write the sessions table, oldest activity first (the newest ends up next to the prompt).
-pub fn sessions(out: &mut impl Write, corpus: &Corpus, width: Option<u16>) -> std::io::Result<()> {
+/// On a terminal the table fits its width; into a pipe or a file no cell is wrapped.
+pub fn sessions(out: &mut impl Write, corpus: &Corpus, terminal: bool) -> std::io::Result<()> {
     let mut table = Table::new();
     table
         .load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
-    if let Some(w) = width {
-        table.set_width(w);
-    }
+        .set_content_arrangement(if terminal {
+            ContentArrangement::Dynamic
+        } else {
+            ContentArrangement::Disabled
+        });
     table.set_header(vec![
         "Project",
         "Name",
@@ -47,8 +49,8 @@ pub fn sessions(out: &mut impl Write, corpus: &Corpus, width: Option<u16>) -> st
         table.add_row(vec![
             Cell::new(terminal_safe(&r.project)),
             Cell::new(terminal_safe(r.name.as_deref().unwrap_or(""))),
-            Cell::new(r.started.as_deref().map_or("", |t| &t[..16.min(t.len())])),
-            Cell::new(r.last_activity.as_deref().map_or("", |t| &t[..16.min(t.len())])),
+            Cell::new(minute(r.started.as_deref())),
+            Cell::new(minute(r.last_activity.as_deref())),
             Cell::new(terminal_safe(&r.models.join(", "))),
             Cell::new(r.messages).set_alignment(CellAlignment::Right),
             Cell::new(tokens(r.totals.tokens())).set_alignment(CellAlignment::Right),
@@ -59,6 +61,11 @@ pub fn sessions(out: &mut impl Write, corpus: &Corpus, width: Option<u16>) -> st
     }
     writeln!(out, "{table}")?;
     footer(out, corpus)
+}
+
+/// `2026-05-01T10:00:00.000Z` → `2026-05-01 10:00` (UTC).
+fn minute(iso: Option<&str>) -> String {
+    iso.map_or_else(String::new, |t| t.get(..16).unwrap_or(t).replacen('T', " ", 1))
 }
 
 /// The corpus totals and the count of skipped files.

@@ -172,7 +172,10 @@ fn sessions_table_on_the_sample_is_stable() {
 
 #[test]
 fn inspect_of_a_fixture_is_stable() {
-    let file = shared().join("fixtures").join("pi-mono").join("before-compaction.jsonl");
+    let file = shared()
+        .join("fixtures")
+        .join("pi-mono")
+        .join("before-compaction.jsonl");
     let (_, out, _) = pisa(&["inspect", file.to_str().unwrap()]);
     let mut settings = insta::Settings::clone_current();
     settings.add_filter(r"(?m)^\S*before-compaction\.jsonl$", "[FIXTURE]");
