@@ -193,13 +193,45 @@ pub fn cmp_utf16(a: &str, b: &str) -> std::cmp::Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
+/// What the reader changed in a line so that simd-json accepts what `JSON.parse` accepts
+/// (see `parse::text`). Readers of the tape undo it through these marks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Marks {
+    /// U+FFFF stands for a lone surrogate: one UTF-16 unit, as the original, but
+    /// `JSON.stringify` writes a lone surrogate as a six-character escape.
+    pub lone_surrogates: bool,
+    /// `±f64::MAX` stands for a number literal beyond the double range, which `JSON.parse`
+    /// reads as `±Infinity`.
+    pub infinities: bool,
+}
+
+impl Marks {
+    /// The JavaScript value of a number read from the tape.
+    #[inline]
+    pub fn num(self, f: f64) -> f64 {
+        if self.infinities && f.abs() == f64::MAX {
+            f64::INFINITY.copysign(f)
+        } else {
+            f
+        }
+    }
+
+    /// The number a tape node holds, if it is one.
+    #[inline]
+    pub fn node_num(self, n: &Node<'_>) -> Option<f64> {
+        match *n {
+            Node::Static(StaticNode::I64(i)) => Some(i as f64),
+            Node::Static(StaticNode::U64(u)) => Some(u as f64),
+            Node::Static(StaticNode::F64(f)) => Some(self.num(f)),
+            _ => None,
+        }
+    }
+}
+
 /// `JSON.stringify(s).length` for a string whose content is `s`.
-///
-/// `lone_marker`: U+FFFF stands for a lone surrogate that the reader replaced (see
-/// `parse::text`); `JSON.stringify` writes a lone surrogate as a six-character escape.
-pub fn stringify_str_len(s: &str, lone_marker: bool) -> u64 {
+pub fn stringify_str_len(s: &str, marks: Marks) -> u64 {
     let mut n = 2 + utf16_len(s) + escape_extra(s);
-    if lone_marker {
+    if marks.lone_surrogates {
         n += 5 * s.matches('\u{ffff}').count() as u64;
     }
     n
@@ -228,56 +260,109 @@ pub fn stringify_num_len(f: f64) -> u64 {
     buf.format(f).len() as u64
 }
 
-/// `JSON.stringify(v).length` for a value on a simd-json tape.
-pub fn stringify_len(v: TapeValue<'_, '_>, lone_marker: bool) -> u64 {
-    let nodes = tape_nodes(v);
-    let mut pos = 0;
-    stringify_nodes(nodes, &mut pos, lone_marker)
+/// Number of tape nodes a value spans (itself and everything nested in it).
+#[inline]
+pub fn subtree_size(n: &Node<'_>) -> usize {
+    match *n {
+        Node::Object { count, .. } | Node::Array { count, .. } => count + 1,
+        _ => 1,
+    }
 }
 
-fn stringify_nodes(nodes: &[Node<'_>], pos: &mut usize, lone: bool) -> u64 {
-    let node = nodes[*pos];
-    *pos += 1;
-    match node {
-        Node::String(s) => stringify_str_len(s, lone),
-        Node::Static(s) => match s {
-            StaticNode::Null => 4,
-            StaticNode::Bool(true) => 4,
-            StaticNode::Bool(false) => 5,
-            StaticNode::I64(i) => stringify_num_len(i as f64),
-            StaticNode::U64(u) => stringify_num_len(u as f64),
-            StaticNode::F64(f) => stringify_num_len(f),
-        },
-        Node::Array { len, .. } => {
-            let mut n = 2 + len.saturating_sub(1) as u64;
-            for _ in 0..len {
-                n += stringify_nodes(nodes, pos, lone);
+/// Characters a node writes itself, children excluded: quotes and escapes of a string,
+/// digits of a number, brackets and separators of a container (`:` per key, `,` between).
+fn own_len(n: &Node<'_>, marks: Marks) -> u64 {
+    match *n {
+        Node::String(s) => stringify_str_len(s, marks),
+        Node::Static(StaticNode::Null | StaticNode::Bool(true)) => 4,
+        Node::Static(StaticNode::Bool(false)) => 5,
+        Node::Static(_) => stringify_num_len(marks.node_num(n).unwrap_or(f64::NAN)),
+        Node::Array { len, .. } => 2 + len.saturating_sub(1) as u64,
+        Node::Object { len, .. } => 2 + len.saturating_sub(1) as u64 + len as u64,
+    }
+}
+
+/// Positions of the keys of the object at `nodes[at]`.
+fn object_keys(nodes: &[Node<'_>], at: usize, len: usize) -> impl Iterator<Item = usize> {
+    let mut p = at + 1;
+    (0..len).map(move |_| {
+        let k = p;
+        p += 1 + subtree_size(&nodes[p + 1]);
+        k
+    })
+}
+
+/// Whether the object at `nodes[at]` repeats a key.
+fn repeats_key(nodes: &[Node<'_>], at: usize, len: usize) -> bool {
+    match len {
+        0 | 1 => false,
+        // Small objects (nearly all of them): compare pairwise, without allocating.
+        2..=16 => {
+            let mut keys = [""; 16];
+            for (slot, k) in keys.iter_mut().zip(object_keys(nodes, at, len)) {
+                *slot = key_str(&nodes[k]);
             }
-            n
+            let keys = &keys[..len];
+            keys.iter().enumerate().any(|(i, k)| keys[i + 1..].contains(k))
         }
-        Node::Object { len, .. } => {
-            // JSON.parse keeps one value per key (the last), so a repeated key is counted once.
-            let mut pairs: Vec<(&str, u64)> = Vec::with_capacity(len);
-            for _ in 0..len {
-                let key = match nodes[*pos] {
-                    Node::String(k) => k,
-                    _ => "",
-                };
-                let klen = stringify_nodes(nodes, pos, lone);
-                let vlen = stringify_nodes(nodes, pos, lone);
-                pairs.push((key, klen + 1 + vlen));
-            }
-            let mut n = 2u64;
-            let mut kept = 0u64;
-            for (i, (k, l)) in pairs.iter().enumerate() {
-                if !pairs[i + 1..].iter().any(|(k2, _)| k2 == k) {
-                    n += l;
-                    kept += 1;
-                }
-            }
-            n + kept.saturating_sub(1)
+        _ => {
+            let mut seen = hashbrown::HashSet::with_capacity(len);
+            object_keys(nodes, at, len).any(|k| !seen.insert(key_str(&nodes[k])))
         }
     }
+}
+
+fn key_str<'i>(n: &Node<'i>) -> &'i str {
+    match *n {
+        Node::String(s) => s,
+        _ => "",
+    }
+}
+
+/// `JSON.stringify(v).length` for a value on a simd-json tape, without recursion (a line
+/// may nest arbitrarily deep). `JSON.parse` keeps one value per key, the last, so the
+/// earlier pairs of a repeated key are not counted.
+pub fn stringify_len(v: TapeValue<'_, '_>, marks: Marks) -> u64 {
+    let all = tape_nodes(v);
+    let nodes = &all[..subtree_size(&all[0])];
+    let mut duplicates = false;
+    let mut total = 0u64;
+    for (i, n) in nodes.iter().enumerate() {
+        total += own_len(n, marks);
+        if let Node::Object { len, .. } = *n {
+            duplicates |= repeats_key(nodes, i, len);
+        }
+    }
+    if !duplicates {
+        return total;
+    }
+    let mut dead = vec![false; nodes.len()];
+    let mut removed_pairs = 0u64;
+    for i in 0..nodes.len() {
+        let Node::Object { len, .. } = nodes[i] else { continue };
+        if dead[i] || !repeats_key(nodes, i, len) {
+            continue;
+        }
+        let keys: Vec<usize> = object_keys(nodes, i, len).collect();
+        for (a, &ka) in keys.iter().enumerate() {
+            if keys[a + 1..]
+                .iter()
+                .any(|&kb| key_str(&nodes[kb]) == key_str(&nodes[ka]))
+            {
+                let end = ka + 1 + subtree_size(&nodes[ka + 1]);
+                dead[ka..end].iter_mut().for_each(|d| *d = true);
+                removed_pairs += 1;
+            }
+        }
+    }
+    let dead_len: u64 = nodes
+        .iter()
+        .zip(&dead)
+        .filter(|(_, d)| **d)
+        .map(|(n, _)| own_len(n, marks))
+        .sum();
+    // Each removed pair also takes its `:` (counted by the object) and one `,`.
+    total - dead_len - 2 * removed_pairs
 }
 
 /// The nodes of a tape value (the value and everything nested in it).
@@ -287,36 +372,40 @@ pub fn tape_nodes<'t, 'i>(v: TapeValue<'t, 'i>) -> &'t [Node<'i>] {
     unsafe { std::mem::transmute::<TapeValue<'t, 'i>, &'t [Node<'i>]>(v) }
 }
 
+/// Nesting beyond which [`to_json`] stops copying (a placeholder string stands for the rest):
+/// owned JSON values are built, printed and dropped recursively.
+pub const MAX_COPY_DEPTH: usize = 64;
+
 /// Convert a tape value into an owned JSON value (numbers as JavaScript doubles).
-pub fn to_json(v: TapeValue<'_, '_>) -> serde_json::Value {
+pub fn to_json(v: TapeValue<'_, '_>, marks: Marks) -> serde_json::Value {
     let nodes = tape_nodes(v);
     let mut pos = 0;
-    nodes_to_json(nodes, &mut pos)
+    nodes_to_json(nodes, &mut pos, marks, 0)
 }
 
-fn nodes_to_json(nodes: &[Node<'_>], pos: &mut usize) -> serde_json::Value {
+fn nodes_to_json(nodes: &[Node<'_>], pos: &mut usize, marks: Marks, depth: usize) -> serde_json::Value {
     use serde_json::Value as J;
     let node = nodes[*pos];
+    if depth >= MAX_COPY_DEPTH && matches!(node, Node::Array { .. } | Node::Object { .. }) {
+        *pos += subtree_size(&node);
+        return J::String("[nested too deeply]".into());
+    }
     *pos += 1;
     match node {
         Node::String(s) => J::String(s.to_owned()),
-        Node::Static(s) => match s {
-            StaticNode::Null => J::Null,
-            StaticNode::Bool(b) => J::Bool(b),
-            StaticNode::I64(i) => num_json(i as f64),
-            StaticNode::U64(u) => num_json(u as f64),
-            StaticNode::F64(f) => num_json(f),
-        },
-        Node::Array { len, .. } => J::Array((0..len).map(|_| nodes_to_json(nodes, pos)).collect()),
+        Node::Static(StaticNode::Null) => J::Null,
+        Node::Static(StaticNode::Bool(b)) => J::Bool(b),
+        Node::Static(_) => num_json(marks.node_num(&node).unwrap_or(f64::NAN)),
+        Node::Array { len, .. } => J::Array((0..len).map(|_| nodes_to_json(nodes, pos, marks, depth + 1)).collect()),
         Node::Object { len, .. } => {
             let mut map = serde_json::Map::new();
             for _ in 0..len {
-                let key = match nodes_to_json(nodes, pos) {
+                let key = match nodes_to_json(nodes, pos, marks, depth + 1) {
                     J::String(k) => k,
                     other => other.to_string(),
                 };
                 // JSON.parse keeps the last duplicate; Map::insert replaces in place too.
-                map.insert(key, nodes_to_json(nodes, pos));
+                map.insert(key, nodes_to_json(nodes, pos, marks, depth + 1));
             }
             J::Object(map)
         }
@@ -326,15 +415,13 @@ fn nodes_to_json(nodes: &[Node<'_>], pos: &mut usize) -> serde_json::Value {
 /// The JavaScript number a tape value converts to where Pi adds it (`total += v`):
 /// numbers as they are, `null` as 0, booleans as 0/1, absent (`undefined`) and anything
 /// else as `NaN` (pisa does not model string concatenation).
-pub fn js_add_operand(v: Option<TapeValue<'_, '_>>) -> f64 {
+pub fn js_add_operand(v: Option<TapeValue<'_, '_>>, marks: Marks) -> f64 {
     let Some(v) = v else { return f64::NAN };
-    match tape_nodes(v)[0] {
-        Node::Static(StaticNode::I64(i)) => i as f64,
-        Node::Static(StaticNode::U64(u)) => u as f64,
-        Node::Static(StaticNode::F64(f)) => f,
+    let n = &tape_nodes(v)[0];
+    match *n {
         Node::Static(StaticNode::Null) => 0.0,
         Node::Static(StaticNode::Bool(b)) => f64::from(u8::from(b)),
-        _ => f64::NAN,
+        _ => marks.node_num(n).unwrap_or(f64::NAN),
     }
 }
 
@@ -435,10 +522,19 @@ mod tests {
 
     #[test]
     fn stringify_lengths() {
-        assert_eq!(stringify_str_len("a\"b", false), 6);
-        assert_eq!(stringify_str_len("\u{1}", false), 8);
-        assert_eq!(stringify_str_len("😀", false), 4);
-        assert_eq!(stringify_str_len("\u{ffff}", true), 8);
+        assert_eq!(stringify_str_len("a\"b", Marks::default()), 6);
+        assert_eq!(stringify_str_len("\u{1}", Marks::default()), 8);
+        assert_eq!(stringify_str_len("😀", Marks::default()), 4);
+        assert_eq!(
+            stringify_str_len(
+                "\u{ffff}",
+                Marks {
+                    lone_surrogates: true,
+                    infinities: false
+                }
+            ),
+            8
+        );
         let text = "line one\nline \"two\"\tand a \\ backslash \u{1} \u{1f} é 😀 and a long ascii tail here";
         let expected: u64 = 2 + text
             .chars()
@@ -448,7 +544,7 @@ mod tests {
                 c => c.len_utf16() as u64,
             })
             .sum::<u64>();
-        assert_eq!(stringify_str_len(text, false), expected);
+        assert_eq!(stringify_str_len(text, Marks::default()), expected);
         assert_eq!(stringify_num_len(0.0), 1);
         assert_eq!(stringify_num_len(-12.0), 3);
         assert_eq!(stringify_num_len(0.1), 3);
@@ -472,7 +568,7 @@ mod tests {
             let tape = simd_json::to_tape(&mut bytes).unwrap();
             // 12345678901234567890 prints as 12345678901234567000: the same length.
             assert_eq!(
-                stringify_len(tape.as_value(), false),
+                stringify_len(tape.as_value(), Marks::default()),
                 text.chars().count() as u64,
                 "{text}"
             );
@@ -485,7 +581,7 @@ mod tests {
         let tape = simd_json::to_tape(&mut bytes).unwrap();
         // JSON.stringify(JSON.parse(...)) === '{"k":{"a":22},"b":1,"c":100}'
         assert_eq!(
-            stringify_len(tape.as_value(), false),
+            stringify_len(tape.as_value(), Marks::default()),
             r#"{"k":{"a":22},"b":1,"c":100}"#.len() as u64
         );
     }

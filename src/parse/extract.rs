@@ -7,13 +7,13 @@ use simd_json::StaticNode;
 use simd_json::tape::{Node, Value as V};
 
 use super::entry::*;
-use crate::js::{self, Jv, Key, tape_nodes, utf16_len};
+use crate::js::{self, Jv, Key, Marks, tape_nodes, utf16_len};
 
 /// Per-line context the extraction needs.
 #[derive(Debug, Clone, Copy)]
 pub struct LineCtx {
-    /// The line had lone surrogates replaced by U+FFFF (see `parse::text`).
-    pub lone_marker: bool,
+    /// What the reader changed in the line (see `parse::text`).
+    pub marks: Marks,
     /// Counter for ids that are objects or arrays (each one unique).
     pub unique_base: u32,
 }
@@ -33,13 +33,8 @@ fn is_null(v: V<'_, '_>) -> bool {
     matches!(node(v), Node::Static(StaticNode::Null))
 }
 
-fn number(v: V<'_, '_>) -> Option<f64> {
-    match node(v) {
-        Node::Static(StaticNode::I64(i)) => Some(i as f64),
-        Node::Static(StaticNode::U64(u)) => Some(u as f64),
-        Node::Static(StaticNode::F64(f)) => Some(f),
-        _ => None,
-    }
+fn number(v: V<'_, '_>, marks: Marks) -> Option<f64> {
+    marks.node_num(&tape_nodes(v)[0])
 }
 
 /// JavaScript truthiness of a tape value.
@@ -61,9 +56,7 @@ fn key_of(v: Option<V<'_, '_>>, ctx: &mut LineCtx) -> Key {
         Node::String(s) => Key::Str(s.into()),
         Node::Static(StaticNode::Null) => Key::Null,
         Node::Static(StaticNode::Bool(b)) => Key::Bool(b),
-        Node::Static(StaticNode::I64(i)) => Key::num(i as f64),
-        Node::Static(StaticNode::U64(u)) => Key::num(u as f64),
-        Node::Static(StaticNode::F64(f)) => Key::num(f),
+        n @ Node::Static(_) => Key::num(ctx.marks.node_num(&n).unwrap_or(f64::NAN)),
         Node::Array { .. } | Node::Object { .. } => {
             ctx.unique_base = ctx.unique_base.wrapping_add(1);
             Key::Unique(ctx.unique_base)
@@ -71,8 +64,8 @@ fn key_of(v: Option<V<'_, '_>>, ctx: &mut LineCtx) -> Key {
     }
 }
 
-fn jv(v: Option<V<'_, '_>>) -> Jv {
-    v.map(js::to_json)
+fn jv(v: Option<V<'_, '_>>, marks: Marks) -> Jv {
+    v.map(|v| js::to_json(v, marks))
 }
 
 fn str_box(v: Option<V<'_, '_>>) -> Option<Box<str>> {
@@ -85,7 +78,7 @@ fn str_chars(v: Option<V<'_, '_>>) -> Chars {
 }
 
 /// Reduce message content to the counts of `estimateTokens` and `contentText`.
-pub fn content_chars(v: Option<V<'_, '_>>, lone: bool) -> ContentChars {
+pub fn content_chars(v: Option<V<'_, '_>>, marks: Marks) -> ContentChars {
     let Some(v) = v else {
         return ContentChars {
             nullish: true,
@@ -162,7 +155,7 @@ pub fn content_chars(v: Option<V<'_, '_>>, lone: bool) -> ContentChars {
                     }
                     Some("toolCall") => {
                         let name = str_chars(name_v);
-                        let args = args_v.map(|a| js::stringify_len(a, lone));
+                        let args = args_v.map(|a| js::stringify_len(a, marks));
                         assistant = assistant.zip(name).zip(args).map(|((a, n), g)| a + n + g);
                     }
                     _ => {}
@@ -183,7 +176,7 @@ pub fn content_chars(v: Option<V<'_, '_>>, lone: bool) -> ContentChars {
 }
 
 /// Read a usage object (`None` when not an object).
-pub fn usage_of(v: V<'_, '_>) -> Option<Usage> {
+pub fn usage_of(v: V<'_, '_>, marks: Marks) -> Option<Usage> {
     let obj = v.as_object()?;
     let (mut input, mut output, mut cr, mut cw, mut cw1h, mut reasoning, mut total, mut cost) =
         (None, None, None, None, None, None, None, None);
@@ -201,13 +194,13 @@ pub fn usage_of(v: V<'_, '_>) -> Option<Usage> {
         }
     }
     let mut u = Usage {
-        input: js::js_add_operand(input),
-        output: js::js_add_operand(output),
-        cache_read: js::js_add_operand(cr),
-        cache_write: js::js_add_operand(cw),
-        cache_write_1h: js::js_add_operand(cw1h),
-        reasoning: js::js_add_operand(reasoning),
-        total_tokens: js::js_add_operand(total),
+        input: js::js_add_operand(input, marks),
+        output: js::js_add_operand(output, marks),
+        cache_read: js::js_add_operand(cr, marks),
+        cache_write: js::js_add_operand(cw, marks),
+        cache_write_1h: js::js_add_operand(cw1h, marks),
+        reasoning: js::js_add_operand(reasoning, marks),
+        total_tokens: js::js_add_operand(total, marks),
         has_cost: false,
         cost_input: f64::NAN,
         cost_output: f64::NAN,
@@ -218,7 +211,7 @@ pub fn usage_of(v: V<'_, '_>) -> Option<Usage> {
     if let Some(c) = cost.and_then(|c| c.as_object()) {
         u.has_cost = true;
         for (k, val) in c.iter() {
-            let f = js::js_add_operand(Some(val));
+            let f = js::js_add_operand(Some(val), marks);
             match k {
                 "input" => u.cost_input = f,
                 "output" => u.cost_output = f,
@@ -233,7 +226,7 @@ pub fn usage_of(v: V<'_, '_>) -> Option<Usage> {
 }
 
 /// Read a message object (also used for a compaction's `systemMessage`).
-pub fn message_of(v: V<'_, '_>, lone: bool) -> Message {
+pub fn message_of(v: V<'_, '_>, marks: Marks) -> Message {
     let Some(obj) = v.as_object() else {
         return Message {
             not_object: true,
@@ -249,11 +242,11 @@ pub fn message_of(v: V<'_, '_>, lone: bool) -> Message {
             "role" => role = Some(val),
             "content" => content = Some(val),
             "usage" => usage = Some(val),
-            "provider" => m.provider = Some(js::to_json(val)),
-            "model" => m.model = Some(js::to_json(val)),
-            "responseModel" => m.response_model = Some(js::to_json(val)),
+            "provider" => m.provider = Some(js::to_json(val, marks)),
+            "model" => m.model = Some(js::to_json(val, marks)),
+            "responseModel" => m.response_model = Some(js::to_json(val, marks)),
             "api" => m.api = as_str(val).map(Into::into),
-            "stopReason" => m.stop_reason = Some(js::to_json(val)),
+            "stopReason" => m.stop_reason = Some(js::to_json(val, marks)),
             "thinkingLevel" => m.thinking_level = as_str(val).map(Into::into),
             "timestamp" => timestamp = Some(val),
             "command" => command = Some(val),
@@ -269,12 +262,12 @@ pub fn message_of(v: V<'_, '_>, lone: bool) -> Message {
         None => Role::Missing,
         Some(r) => match as_str(r) {
             Some(s) => Role::from_name(s),
-            None => Role::NonString(js::js_string_of(&Some(js::to_json(r))).into()),
+            None => Role::NonString(js::js_string_of(&Some(js::to_json(r, marks))).into()),
         },
     };
-    m.timestamp_ms = timestamp.and_then(number);
+    m.timestamp_ms = timestamp.and_then(|t| number(t, marks));
     m.has_content_key = content.is_some();
-    m.content = content_chars(content, lone);
+    m.content = content_chars(content, marks);
     if let Some(arr) = content.and_then(|c| c.as_array()) {
         for block in arr.iter() {
             if is_null(block) {
@@ -286,7 +279,7 @@ pub fn message_of(v: V<'_, '_>, lone: bool) -> Message {
     }
     m.has_usage_key = usage.is_some();
     if let Some(u) = usage {
-        m.usage = usage_of(u);
+        m.usage = usage_of(u, marks);
         m.usage_not_object = m.usage.is_none();
         m.usage_truthy = truthy(u);
     }
@@ -302,7 +295,7 @@ pub fn message_of(v: V<'_, '_>, lone: bool) -> Message {
             tools_added,
             tools_removed,
             timestamp,
-            lone,
+            marks,
         )));
     }
     m
@@ -314,7 +307,7 @@ fn system_info(
     tools_added: Option<V<'_, '_>>,
     tools_removed: Option<V<'_, '_>>,
     timestamp: Option<V<'_, '_>>,
-    lone: bool,
+    marks: Marks,
 ) -> SystemInfo {
     let mut info = SystemInfo::default();
     // Pi normalises a null system content to "" before estimating.
@@ -333,16 +326,16 @@ fn system_info(
         }
     }
     if let Some(t) = tools_added.filter(|t| truthy(*t)) {
-        chars = chars.map(|c| c + js::stringify_len(t, lone));
+        chars = chars.map(|c| c + js::stringify_len(t, marks));
     }
     let mut ctx = LineCtx {
-        lone_marker: lone,
+        marks,
         unique_base: u32::MAX / 2,
     };
     if let Some(arr) = tools_added.and_then(|t| t.as_array()) {
         for tool in arr.iter() {
             let name = key_of(tool.get("name"), &mut ctx);
-            info.tools_added.push((name, js::stringify_len(tool, lone)));
+            info.tools_added.push((name, js::stringify_len(tool, marks)));
         }
     }
     if let Some(arr) = tools_removed.and_then(|t| t.as_array()) {
@@ -379,7 +372,7 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
         });
         return e;
     };
-    let lone = ctx.lone_marker;
+    let marks = ctx.marks;
     let mut f = Fields::default();
     for (k, val) in obj.iter() {
         match k {
@@ -419,7 +412,7 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
     let usage = |u: Option<V<'_, '_>>| -> (Option<Usage>, bool) {
         match u {
             Some(u) if truthy(u) => {
-                let parsed = usage_of(u);
+                let parsed = usage_of(u, marks);
                 let bad = parsed.is_none();
                 (parsed, bad)
             }
@@ -429,13 +422,13 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
     e.body = match e.ty {
         EntryType::Session => Body::Header(Box::new(Header {
             id: str_box(f.id),
-            version: jv(f.version),
-            cwd: jv(f.cwd),
-            parent_session: jv(f.parent_session),
-            timestamp: jv(f.timestamp),
+            version: jv(f.version, marks),
+            cwd: jv(f.cwd, marks),
+            parent_session: jv(f.parent_session, marks),
+            timestamp: jv(f.timestamp, marks),
         })),
         EntryType::Message => match f.message {
-            Some(m) => Body::Message(Box::new(message_of(m, lone))),
+            Some(m) => Body::Message(Box::new(message_of(m, marks))),
             None => Body::Message(Box::new(Message {
                 not_object: true,
                 is_null: true,
@@ -447,14 +440,14 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
             Body::Compaction(Box::new(Compaction {
                 summary_chars: str_chars(f.summary),
                 first_kept: key_of(f.first_kept, ctx),
-                first_kept_index: f.first_kept_index.and_then(number),
-                tokens_before: jv(f.tokens_before),
+                first_kept_index: f.first_kept_index.and_then(|v| number(v, marks)),
+                tokens_before: jv(f.tokens_before, marks),
                 usage: u,
                 usage_not_object: bad,
                 system_message: f
                     .system_message
                     .filter(|s| truthy(*s))
-                    .map(|s| Box::new(message_of(s, lone))),
+                    .map(|s| Box::new(message_of(s, marks))),
             }))
         }
         EntryType::BranchSummary => {
@@ -474,29 +467,29 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
                 Some(r) => match r.as_object() {
                     Some(o) => {
                         let content = o.iter().filter(|(k, _)| *k == "content").map(|(_, v)| v).last();
-                        Replacement::Content(content_chars(content, lone))
+                        Replacement::Content(content_chars(content, marks))
                     }
                     // A scalar replacement: `replacement.content` is undefined.
-                    None => Replacement::Content(content_chars(None, lone)),
+                    None => Replacement::Content(content_chars(None, marks)),
                 },
             },
         })),
         EntryType::Usage => Body::Usage(Box::new(UsageEntry {
-            kind: jv(f.kind),
-            provider: jv(f.provider),
-            model: jv(f.model),
-            usage: f.usage.and_then(usage_of),
+            kind: jv(f.kind, marks),
+            provider: jv(f.provider, marks),
+            model: jv(f.model, marks),
+            usage: f.usage.and_then(|u| usage_of(u, marks)),
             usage_not_object: f.usage.is_none_or(|u| u.as_object().is_none()),
         })),
         EntryType::ModelChange => Body::ModelChange(Box::new(ModelChange {
-            provider: jv(f.provider),
-            model_id: jv(f.model_id),
+            provider: jv(f.provider, marks),
+            model_id: jv(f.model_id, marks),
         })),
-        EntryType::ThinkingLevelChange => Body::ThinkingLevel(jv(f.thinking_level)),
+        EntryType::ThinkingLevelChange => Body::ThinkingLevel(jv(f.thinking_level, marks)),
         EntryType::CustomMessage => Body::CustomMessage(Box::new(CustomMessage {
             // createCustomMessage(entry.content ?? [])
             content: match f.content {
-                Some(c) if !is_null(c) => content_chars(Some(c), lone),
+                Some(c) if !is_null(c) => content_chars(Some(c), marks),
                 _ => ContentChars {
                     as_content: Some(0),
                     as_assistant: Some(0),
@@ -506,7 +499,7 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
                 },
             },
         })),
-        EntryType::SessionInfo => Body::SessionInfo(jv(f.name)),
+        EntryType::SessionInfo => Body::SessionInfo(jv(f.name, marks)),
         _ => Body::None,
     };
     e

@@ -87,6 +87,8 @@ pub struct LineStats {
     pub invalid_utf8_lines: u64,
     /// Lines with lone surrogate escapes (valid for `JSON.parse`).
     pub lone_surrogate_lines: u64,
+    /// Lines with number literals beyond the double range (`Infinity` for `JSON.parse`).
+    pub out_of_range_number_lines: u64,
     /// Parsed values kept (header included): `loadEntriesFromFile(...).length`.
     pub parsed_lines: u64,
     /// The first skipped line.
@@ -138,7 +140,8 @@ impl Default for Scratch {
         Scratch {
             line: Vec::with_capacity(64 * 1024),
             repaired: Vec::new(),
-            buffers: simd_json::Buffers::new(64 * 1024),
+            // JSON.parse has no nesting limit; nothing pisa does with a tape recurses.
+            buffers: simd_json::Buffers::with_max_depth(64 * 1024, usize::MAX),
             tape: Some(Tape(Vec::with_capacity(4096))),
             unique: 0,
         }
@@ -154,7 +157,7 @@ enum LineOutcome {
 
 impl Scratch {
     /// Parse `bytes` as one JSON document and turn it into an entry.
-    fn parse_line(&mut self, bytes: &[u8], line: u32, offset: u64, lone: bool) -> Result<LineOutcome, ()> {
+    fn parse_line(&mut self, bytes: &[u8], line: u32, offset: u64, marks: crate::js::Marks) -> Result<LineOutcome, ()> {
         let Scratch {
             line: buf,
             buffers,
@@ -174,7 +177,7 @@ impl Scratch {
                     Ok(LineOutcome::Falsy)
                 } else {
                     let mut ctx = LineCtx {
-                        lone_marker: lone,
+                        marks,
                         unique_base: *unique,
                     };
                     let e = extract::entry_of(root, line, offset, &mut ctx);
@@ -190,16 +193,17 @@ impl Scratch {
 
     /// Parse a line, repairing it first when simd-json rejects what `JSON.parse` accepts.
     fn parse_js_line(&mut self, bytes: &[u8], line: u32, offset: u64, stats: &mut LineStats) -> LineOutcome {
-        if let Ok(outcome) = self.parse_line(bytes, line, offset, false) {
+        if let Ok(outcome) = self.parse_line(bytes, line, offset, crate::js::Marks::default()) {
             return outcome;
         }
         let mut repaired = std::mem::take(&mut self.repaired);
         let repair = text::repair_line(bytes, &mut repaired);
         let outcome = if repair.any() {
-            match self.parse_line(&repaired, line, offset, repair.lone_surrogates) {
+            match self.parse_line(&repaired, line, offset, repair.marks) {
                 Ok(o) => {
                     stats.invalid_utf8_lines += u64::from(repair.lossy);
-                    stats.lone_surrogate_lines += u64::from(repair.lone_surrogates);
+                    stats.lone_surrogate_lines += u64::from(repair.marks.lone_surrogates);
+                    stats.out_of_range_number_lines += u64::from(repair.marks.infinities);
                     o
                 }
                 Err(()) => LineOutcome::Invalid,

@@ -1,28 +1,33 @@
 //! Making a line that `JSON.parse` accepts acceptable to simd-json too.
 //!
-//! Two inputs are valid for Pi but rejected by simd-json: bytes that are not UTF-8 (Node
-//! decodes them to U+FFFD before parsing) and `\uD800`–`\uDFFF` escapes that do not form a
-//! pair (JavaScript strings may hold lone surrogates). Both are repaired only after a
-//! parse failed, so well-formed lines never pay for it.
+//! Three inputs are valid for Pi but rejected by simd-json: bytes that are not UTF-8 (Node
+//! decodes them to U+FFFD before parsing), `\uD800`–`\uDFFF` escapes that do not form a
+//! pair (JavaScript strings may hold lone surrogates), and number literals beyond the
+//! double range (`1e400` is `Infinity` to `JSON.parse`). All are rewritten only after a
+//! parse failed, so well-formed lines never pay for it; [`Marks`] tells the readers of the
+//! tape how to undo the stand-ins.
+
+use crate::js::Marks;
 
 /// What [`repair_line`] changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Repair {
     /// Invalid UTF-8 was replaced by U+FFFD (maximal subparts, like Node's decoder).
     pub lossy: bool,
-    /// Lone surrogate escapes were replaced by `\uFFFF` (one UTF-16 unit, like the original).
-    pub lone_surrogates: bool,
+    /// Stand-ins the tape readers must undo.
+    pub marks: Marks,
 }
 
 impl Repair {
     /// Whether anything changed.
     pub fn any(self) -> bool {
-        self.lossy || self.lone_surrogates
+        self.lossy || self.marks.lone_surrogates || self.marks.infinities
     }
 }
 
 /// Write into `out` the line as Pi's reader would hand it to `JSON.parse`, in a form
-/// simd-json accepts with the same string lengths.
+/// simd-json accepts with the same string lengths: lone surrogates become `\uFFFF` (one
+/// UTF-16 unit, like the original) and out-of-range numbers `±1.7976931348623157e308`.
 pub fn repair_line(line: &[u8], out: &mut Vec<u8>) -> Repair {
     let mut repair = Repair::default();
     out.clear();
@@ -34,47 +39,73 @@ pub fn repair_line(line: &[u8], out: &mut Vec<u8>) -> Repair {
         }
     };
     let b = text.as_bytes();
+    let mut in_string = false;
     let mut i = 0;
     while i < b.len() {
-        if b[i] != b'\\' || i + 1 >= b.len() {
-            out.push(b[i]);
+        let c = b[i];
+        if !in_string {
+            if c == b'"' {
+                in_string = true;
+            } else if c == b'-' || c.is_ascii_digit() {
+                let end = i + b[i..]
+                    .iter()
+                    .take_while(|&&d| d.is_ascii_digit() || b"+-.eE".contains(&d))
+                    .count();
+                let token = &text[i..end];
+                if token.parse::<f64>().is_ok_and(f64::is_infinite) {
+                    out.extend_from_slice(if token.starts_with('-') {
+                        b"-1.7976931348623157e308"
+                    } else {
+                        b"1.7976931348623157e308"
+                    });
+                    repair.marks.infinities = true;
+                } else {
+                    out.extend_from_slice(token.as_bytes());
+                }
+                i = end;
+                continue;
+            }
+            out.push(c);
             i += 1;
             continue;
         }
-        if b[i + 1] != b'u' {
-            out.extend_from_slice(&b[i..i + 2]);
-            i += 2;
-            continue;
-        }
-        let Some(unit) = hex4(b, i + 2) else {
-            out.extend_from_slice(&b[i..i + 2]);
-            i += 2;
-            continue;
-        };
-        match unit {
-            0xD800..=0xDBFF => {
-                let low = if b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u') {
-                    hex4(b, i + 8)
-                } else {
-                    None
+        match c {
+            b'"' => {
+                in_string = false;
+                out.push(c);
+                i += 1;
+            }
+            b'\\' if b.get(i + 1) == Some(&b'u') => {
+                let Some(unit) = hex4(b, i + 2) else {
+                    out.extend_from_slice(&b[i..i + 2]);
+                    i += 2;
+                    continue;
                 };
-                if low.is_some_and(|l| (0xDC00..=0xDFFF).contains(&l)) {
+                let paired_low = || {
+                    (b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u'))
+                        .then(|| hex4(b, i + 8))
+                        .flatten()
+                        .is_some_and(|l| (0xDC00..=0xDFFF).contains(&l))
+                };
+                if (0xD800..=0xDBFF).contains(&unit) && paired_low() {
                     out.extend_from_slice(&b[i..i + 12]);
                     i += 12;
-                } else {
+                } else if (0xD800..=0xDFFF).contains(&unit) {
                     out.extend_from_slice(b"\\uFFFF");
-                    repair.lone_surrogates = true;
+                    repair.marks.lone_surrogates = true;
+                    i += 6;
+                } else {
+                    out.extend_from_slice(&b[i..i + 6]);
                     i += 6;
                 }
             }
-            0xDC00..=0xDFFF => {
-                out.extend_from_slice(b"\\uFFFF");
-                repair.lone_surrogates = true;
-                i += 6;
+            b'\\' if i + 1 < b.len() => {
+                out.extend_from_slice(&b[i..i + 2]);
+                i += 2;
             }
             _ => {
-                out.extend_from_slice(&b[i..i + 6]);
-                i += 6;
+                out.push(c);
+                i += 1;
             }
         }
     }
@@ -106,6 +137,17 @@ mod tests {
         assert!(!r.any());
         assert_eq!(fix(br#""\\ud83d""#).0, r#""\\ud83d""#);
         assert_eq!(fix(br#""\ud83d\u0041""#).0, r#""\uFFFF\u0041""#);
+    }
+
+    #[test]
+    fn numbers_beyond_the_double_range_become_marked_maxima() {
+        let (s, r) = fix(br#"{"a":1e400,"b":[-2E999],"c":"1e400","d":1.5}"#);
+        assert_eq!(
+            s,
+            r#"{"a":1.7976931348623157e308,"b":[-1.7976931348623157e308],"c":"1e400","d":1.5}"#
+        );
+        assert!(r.marks.infinities);
+        assert!(!r.marks.lone_surrogates);
     }
 
     #[test]

@@ -58,6 +58,7 @@ pub fn damage_json(s: &LineStats) -> Value {
         "blankLines": s.blank_lines,
         "invalidUtf8Lines": s.invalid_utf8_lines,
         "loneSurrogateLines": s.lone_surrogate_lines,
+        "outOfRangeNumberLines": s.out_of_range_number_lines,
         "bom": s.bom,
     })
 }

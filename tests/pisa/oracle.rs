@@ -47,3 +47,8 @@ fn files_pi_cannot_load_are_reported_with_pi_error() {
 fn bundled_sample_agrees_with_the_oracle() {
     assert_agreement(&repo().join("datasets").join("sample"), 40);
 }
+
+#[test]
+fn valid_but_hostile_lines_agree_with_the_oracle() {
+    assert_agreement(&repo().join("tests").join("data").join("hostile"), 2);
+}
