@@ -56,6 +56,8 @@ pub struct SessionAnalysis {
     pub context_entry_count: u64,
     /// Role tallies of the projected messages.
     pub projected_roles: Vec<(String, u64)>,
+    /// Per role, in order of first appearance: messages and estimated tokens (chars/4).
+    pub role_tokens: Vec<(String, u64, u64)>,
     pub projected_message_count: u64,
     pub model: Option<(Jv, Jv)>,
     pub thinking_level: Jv,
@@ -167,6 +169,17 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
     let effects = project::compaction_effects(&tree, &branch);
     let context_entry_types = tally(proj.context.iter().map(|&i| tree.entries[i as usize].ty.name()));
     let projected_roles = tally(proj.messages.iter().map(|m| m.role.name()));
+    let mut role_tokens: Vec<(String, u64, u64)> = Vec::new();
+    for m in &proj.messages {
+        let tokens = m.tokens.unwrap_or(0);
+        match role_tokens.iter_mut().find(|r| r.0 == m.role.name()) {
+            Some(r) => {
+                r.1 += 1;
+                r.2 += tokens;
+            }
+            None => role_tokens.push((m.role.name().to_string(), 1, tokens)),
+        }
+    }
     let started_ms = tree
         .header
         .timestamp
@@ -195,6 +208,7 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
         context_entry_types,
         projected_message_count: proj.messages.len() as u64,
         projected_roles,
+        role_tokens,
         model: proj.model.clone(),
         thinking_level: proj.thinking_level.clone(),
         edits,

@@ -183,8 +183,9 @@ fn analyze_one_unguarded(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
             reason: reason.message(),
         }),
         FileAnalysis::Session(a) => {
-            let json = rjson::session_json(&f.rel, &a);
-            let calls = a
+            let ov = rjson::overview(&f.rel, &a);
+            let json = rjson::session_json(&f.rel, &a, &ov);
+            let calls: Vec<BilledCall> = a
                 .accounting
                 .records
                 .iter()
@@ -193,17 +194,16 @@ fn analyze_one_unguarded(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
                     totals: record_totals(r),
                 })
                 .collect();
-            let started_ms = a.started_ms;
             let mut totals = Totals::default();
-            for r in &a.accounting.records {
-                totals.add_record(r);
+            for c in &calls {
+                totals.merge(&c.totals);
             }
             let row = Row {
-                project: rjson::project_of(&a.tree, &f.rel),
+                project: ov.project,
                 name: a.name.clone(),
-                started: a.started_ms.and_then(rjson::iso_ms),
-                last_activity: a.last_activity_ms.and_then(rjson::iso_ms),
-                models: rjson::models(&a),
+                started: ov.started,
+                last_activity: ov.last_activity,
+                models: ov.models,
                 messages: a.accounting.stats.total_messages,
                 totals,
                 own: Totals::default(),
@@ -219,7 +219,7 @@ fn analyze_one_unguarded(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
                 path: f.path.clone(),
                 json,
                 calls,
-                started_ms,
+                started_ms: a.started_ms,
                 damaged: a.is_damaged(),
                 row,
             }))

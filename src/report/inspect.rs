@@ -8,32 +8,13 @@ use serde_json::{Value, json};
 
 use super::{terminal_safe, tokens, usd};
 use crate::analyze::SessionAnalysis;
-use crate::project;
-
-/// Estimated tokens per projected role: (role, messages, tokens).
-pub fn projection_by_role(a: &SessionAnalysis) -> Vec<(String, u64, u64)> {
-    let path = a.tree.active_session_path();
-    let proj = project::project(&a.tree, &path);
-    let mut rows: Vec<(String, u64, u64)> = Vec::new();
-    for m in &proj.messages {
-        let name = m.role.name();
-        let tok = m.tokens.unwrap_or(0);
-        match rows.iter_mut().find(|r| r.0 == name) {
-            Some(r) => {
-                r.1 += 1;
-                r.2 += tok;
-            }
-            None => rows.push((name.to_string(), 1, tok)),
-        }
-    }
-    rows
-}
 
 /// The inspect report as JSON: the session object plus the projection by role.
 pub fn to_json(rel: &str, a: &SessionAnalysis) -> Value {
-    let mut m = super::json::session_json(rel, a);
-    let roles: Vec<Value> = projection_by_role(a)
-        .into_iter()
+    let mut m = super::json::session_json(rel, a, &super::json::overview(rel, a));
+    let roles: Vec<Value> = a
+        .role_tokens
+        .iter()
         .map(|(r, n, t)| json!({"role": r, "messages": n, "estimatedTokens": t}))
         .collect();
     m.insert("projectionByRole".into(), roles.into());
@@ -42,7 +23,8 @@ pub fn to_json(rel: &str, a: &SessionAnalysis) -> Value {
 
 /// The inspect report for a terminal.
 pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io::Result<()> {
-    let j = super::json::session_json(path, a);
+    let ov = super::json::overview(path, a);
+    let j = super::json::session_json(path, a, &ov);
     let s = |k: &str| {
         j.get(k).map_or_else(String::new, |v| match v {
             Value::String(s) => terminal_safe(s),
@@ -62,7 +44,7 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
     writeln!(out, "  name      {}", s("name"))?;
     writeln!(out, "  parent    {}", s("parentSession"))?;
     writeln!(out, "  activity  {} → {}", s("startedAt"), s("lastActivityAt"))?;
-    writeln!(out, "  models    {}", terminal_safe(&super::json::models(a).join(", ")))?;
+    writeln!(out, "  models    {}", terminal_safe(&ov.models.join(", ")))?;
     writeln!(
         out,
         "  entries   {} ({} on the active path, {} off it, {} roots)",
@@ -103,7 +85,7 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED)
         .set_header(vec!["Projected role", "Messages", "Est. tokens"]);
-    for (role, n, tok) in projection_by_role(a) {
+    for (role, n, tok) in a.role_tokens.iter().cloned() {
         t.add_row(vec![
             Cell::new(terminal_safe(&role)),
             Cell::new(n).set_alignment(CellAlignment::Right),

@@ -80,8 +80,28 @@ fn entry_id(tree: &Tree, i: Option<u32>) -> Value {
     i.map_or(Value::Null, |i| tree.id_json(i))
 }
 
+/// The figures of a session that need its path or a formatting choice, computed once for
+/// both the JSON object and the table row.
+#[derive(Debug, Clone, Default)]
+pub struct Overview {
+    pub project: String,
+    pub started: Option<String>,
+    pub last_activity: Option<String>,
+    pub models: Vec<String>,
+}
+
+/// The [`Overview`] of a session found at `rel`.
+pub fn overview(rel: &str, a: &SessionAnalysis) -> Overview {
+    Overview {
+        project: project_of(&a.tree, rel),
+        started: a.started_ms.and_then(iso_ms),
+        last_activity: a.last_activity_ms.and_then(iso_ms),
+        models: models(a),
+    }
+}
+
 /// The object for one session (without the corpus-level keys, which the caller adds).
-pub fn session_json(rel: &str, a: &SessionAnalysis) -> Map<String, Value> {
+pub fn session_json(rel: &str, a: &SessionAnalysis, ov: &Overview) -> Map<String, Value> {
     let t = &a.tree;
     let s = &a.stats;
     let acc = &a.accounting;
@@ -267,10 +287,10 @@ pub fn session_json(rel: &str, a: &SessionAnalysis) -> Map<String, Value> {
     );
     put("compactionEffects", Value::Array(effects));
     // pisa's own keys.
-    put("project", project_of(t, rel).into());
-    put("startedAt", a.started_ms.and_then(iso_ms).into());
-    put("lastActivityAt", a.last_activity_ms.and_then(iso_ms).into());
-    put("models", models(a).into());
+    put("project", ov.project.as_str().into());
+    put("startedAt", ov.started.as_deref().into());
+    put("lastActivityAt", ov.last_activity.as_deref().into());
+    put("models", ov.models.clone().into());
     put("damage", {
         let mut d = damage_json(s);
         d.as_object_mut()
