@@ -11,8 +11,11 @@ use std::path::{Path, PathBuf};
 
 use crate::error::ScanIssue;
 
-/// The environment variable Pi uses for the sessions folder.
+/// The environment variable that overrides Pi's sessions folder.
 pub const SESSION_DIR_ENV: &str = "PI_CODING_AGENT_SESSION_DIR";
+
+/// The environment variable that overrides Pi's agent folder (`~/.pi/agent`).
+pub const AGENT_DIR_ENV: &str = "PI_CODING_AGENT_DIR";
 
 /// A session file found by the scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,12 +36,36 @@ pub struct Discovery {
     pub issues: Vec<ScanIssue>,
 }
 
-/// The default sessions folder: `$PI_CODING_AGENT_SESSION_DIR`, else `~/.pi/agent/sessions`.
+/// Where Pi keeps sessions, resolved as Pi resolves it (`main.js`, `config.js`):
+/// `$PI_CODING_AGENT_SESSION_DIR`, else the `sessionDir` setting of the agent folder's
+/// `settings.json`, else `<agent folder>/sessions`, the agent folder being
+/// `$PI_CODING_AGENT_DIR` or `~/.pi/agent`. A leading `~` is the home folder, and a relative
+/// `sessionDir` is taken from the working folder, as Pi does.
 pub fn default_root() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os(SESSION_DIR_ENV).filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir));
+    let home = std::env::home_dir();
+    let expand = |p: &str| -> PathBuf {
+        match (p.strip_prefix('~'), &home) {
+            (Some(""), Some(h)) => h.clone(),
+            (Some(rest), Some(h)) if rest.starts_with(['/', '\\']) => h.join(&rest[1..]),
+            _ => PathBuf::from(p),
+        }
+    };
+    if let Some(dir) = std::env::var(SESSION_DIR_ENV).ok().filter(|d| !d.is_empty()) {
+        return Some(expand(&dir));
     }
-    std::env::home_dir().map(|h| h.join(".pi").join("agent").join("sessions"))
+    let agent = match std::env::var(AGENT_DIR_ENV).ok().filter(|d| !d.is_empty()) {
+        Some(dir) => expand(&dir),
+        None => home.as_ref()?.join(".pi").join("agent"),
+    };
+    let setting = std::fs::read(agent.join("settings.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("sessionDir").and_then(|d| d.as_str()).map(str::to_owned))
+        .filter(|d| !d.is_empty());
+    Some(match setting {
+        Some(dir) => expand(&dir),
+        None => agent.join("sessions"),
+    })
 }
 
 /// Find every `*.jsonl` file under the given roots (directories or files).

@@ -181,3 +181,54 @@ fn inspect_of_a_fixture_is_stable() {
     settings.add_filter(r"(?m)^\S*before-compaction\.jsonl$", "[FIXTURE]");
     settings.bind(|| insta::assert_snapshot!("inspect_before_compaction", out));
 }
+
+#[test]
+fn the_sessions_folder_is_found_the_way_pi_finds_it() {
+    let sessions = session_dir();
+    let home = tempfile::tempdir().unwrap();
+    let run = |envs: &[(&str, &std::path::Path)]| {
+        let mut cmd = assert_cmd::Command::cargo_bin("pisa").unwrap();
+        cmd.args(["sessions", "--json"])
+            .env("HOME", home.path())
+            .env_remove("PI_CODING_AGENT_SESSION_DIR")
+            .env_remove("PI_CODING_AGENT_DIR");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        (
+            doc["totals"]["sessions"].as_u64(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // ~/.pi/agent/sessions
+    let default = home.path().join(".pi/agent/sessions");
+    fs::create_dir_all(default.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(sessions.path(), &default).unwrap();
+    assert_eq!(run(&[]).0, Some(1));
+    // PI_CODING_AGENT_DIR/sessions
+    let agent = tempfile::tempdir().unwrap();
+    let (_, err) = run(&[("PI_CODING_AGENT_DIR", agent.path())]);
+    assert!(err.contains("bundled sample"), "no sessions folder there yet: {err}");
+    std::os::unix::fs::symlink(sessions.path(), agent.path().join("sessions")).unwrap();
+    assert_eq!(run(&[("PI_CODING_AGENT_DIR", agent.path())]).0, Some(1));
+    // the sessionDir setting of the agent folder
+    let elsewhere = tempfile::tempdir().unwrap();
+    fs::remove_file(agent.path().join("sessions")).unwrap();
+    fs::write(
+        agent.path().join("settings.json"),
+        format!(r#"{{"sessionDir":"{}"}}"#, sessions.path().display()),
+    )
+    .unwrap();
+    assert_eq!(run(&[("PI_CODING_AGENT_DIR", agent.path())]).0, Some(1));
+    // PI_CODING_AGENT_SESSION_DIR wins over everything
+    assert_eq!(
+        run(&[
+            ("PI_CODING_AGENT_DIR", agent.path()),
+            ("PI_CODING_AGENT_SESSION_DIR", elsewhere.path())
+        ])
+        .0,
+        Some(0)
+    );
+}

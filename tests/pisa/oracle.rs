@@ -52,3 +52,55 @@ fn bundled_sample_agrees_with_the_oracle() {
 fn valid_but_hostile_lines_agree_with_the_oracle() {
     assert_agreement(&repo().join("tests").join("data").join("hostile"), 2);
 }
+
+/// Pi's own session list (`SessionManager.listAll`, what `/resume` shows) for a folder.
+fn pi_session_list(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    crate::support::oracle(&shared().join("fixtures")); // installs Pi's package once
+    let out = Command::new("node")
+        .arg(repo().join("tests").join("pisa").join("pi_list.mjs"))
+        .arg(dir)
+        .output()
+        .expect("run pi_list.mjs");
+    assert!(
+        out.status.success(),
+        "pi_list.mjs failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn names_and_times_match_pis_own_session_list() {
+    for dir in [repo().join("datasets").join("sample"), shared().join("fixtures")] {
+        let listed = pi_session_list(&dir);
+        let doc = crate::support::pisa_json(&dir);
+        let sessions = doc["sessions"].as_array().unwrap();
+        assert!(listed.len() >= 2, "Pi lists sessions in {}", dir.display());
+        let mut compared = 0;
+        for l in &listed {
+            let Some(s) = sessions.iter().find(|s| s["path"] == l["path"]) else {
+                continue;
+            };
+            let messages: u64 = s["messageCounts"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum();
+            assert_eq!(s["name"], l["name"], "{}", l["path"]);
+            assert_eq!(s["startedAt"], l["created"], "{}", l["path"]);
+            assert_eq!(s["lastActivityAt"], l["modified"], "{}", l["path"]);
+            assert_eq!(messages, l["messageCount"].as_u64().unwrap(), "{}", l["path"]);
+            compared += 1;
+        }
+        assert!(
+            compared + 2 >= listed.len(),
+            "only {compared} of {} listed sessions found in pisa's output",
+            listed.len()
+        );
+    }
+}
