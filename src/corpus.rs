@@ -166,7 +166,7 @@ fn analyze_one_unguarded(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
     let data = match scan::source::load(&f.path) {
         Ok(d) => d,
         Err(e) => {
-            let reason = format!("cannot read: {e}");
+            let reason = e.to_string();
             return Outcome::Rejected(RejectedFile {
                 rel: f.rel.clone(),
                 path: f.path.clone(),

@@ -2,22 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-/// Errors that stop a whole command (a single bad file never does).
+/// Errors of the library. Per-file problems never stop a scan: the corpus stage turns
+/// them into a listed, skipped file.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The sessions folder does not exist.
-    #[error("no sessions folder at {path}")]
-    NoRoot { path: PathBuf },
-    /// A file named on the command line could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// Writing output failed.
-    #[error("cannot write output: {0}")]
-    Output(#[from] std::io::Error),
+    /// A file could not be opened, mapped or read.
+    #[error("cannot read {}: {cause}", path.display())]
+    Read { path: PathBuf, cause: std::io::Error },
 }
 
 /// A folder or file that discovery or reading could not handle.

@@ -148,7 +148,7 @@ fn sessions(args: SessionsArgs) -> Result<ExitCode> {
 }
 
 fn inspect(args: InspectArgs) -> Result<ExitCode> {
-    let bytes = std::fs::read(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+    let bytes = pisa::scan::source::load(&args.file)?;
     let mut scratch = pisa::parse::Scratch::default();
     let rel = args.file.display().to_string();
     let stdout = std::io::stdout();

@@ -31,7 +31,14 @@ impl Deref for FileBytes {
 }
 
 /// Open a file and get its bytes, mapping it when that is safe and worth it.
-pub fn load(path: &Path) -> std::io::Result<FileBytes> {
+pub fn load(path: &Path) -> Result<FileBytes, crate::Error> {
+    read_bytes(path).map_err(|cause| crate::Error::Read {
+        path: path.to_path_buf(),
+        cause,
+    })
+}
+
+fn read_bytes(path: &Path) -> std::io::Result<FileBytes> {
     let mut file = File::open(path)?;
     let meta = file.metadata()?;
     let settled = meta
