@@ -150,7 +150,7 @@ impl Default for Scratch {
 
 /// The outcome of parsing one line.
 enum LineOutcome {
-    Entry(Box<Entry>),
+    Entry(Entry),
     Falsy,
     Invalid,
 }
@@ -182,7 +182,7 @@ impl Scratch {
                     };
                     let e = extract::entry_of(root, line, offset, &mut ctx);
                     *unique = ctx.unique_base;
-                    Ok(LineOutcome::Entry(Box::new(e)))
+                    Ok(LineOutcome::Entry(e))
                 }
             }
             Err(_) => Err(()),
@@ -244,7 +244,7 @@ pub fn parse_file(bytes: &[u8], scratch: &mut Scratch) -> ParsedFile {
             match scratch.parse_js_line(line, line_no, start as u64, stats) {
                 LineOutcome::Entry(e) => {
                     stats.parsed_lines += 1;
-                    out.entries.push(*e);
+                    out.entries.push(e);
                 }
                 LineOutcome::Falsy => stats.dropped_values += 1,
                 LineOutcome::Invalid if !terminated => stats.pending_tail_bytes = line.len() as u64,
