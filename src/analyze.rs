@@ -57,7 +57,7 @@ pub struct SessionAnalysis {
     /// Role tallies of the projected messages.
     pub projected_roles: Vec<(String, u64)>,
     /// Per role, in order of first appearance: messages and estimated tokens (chars/4).
-    pub role_tokens: Vec<(String, u64, u64)>,
+    pub role_tokens: Vec<(String, u64, f64)>,
     pub projected_message_count: u64,
     pub model: Option<(Jv, Jv)>,
     pub thinking_level: Jv,
@@ -169,9 +169,9 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
     let effects = project::compaction_effects(&tree, &branch);
     let context_entry_types = tally(proj.context.iter().map(|&i| tree.entries[i as usize].ty.name()));
     let projected_roles = tally(proj.messages.iter().map(|m| m.role.name()));
-    let mut role_tokens: Vec<(String, u64, u64)> = Vec::new();
+    let mut role_tokens: Vec<(String, u64, f64)> = Vec::new();
     for m in &proj.messages {
-        let tokens = m.tokens.unwrap_or(0);
+        let tokens = m.tokens.unwrap_or(f64::NAN);
         match role_tokens.iter_mut().find(|r| r.0 == m.role.name()) {
             Some(r) => {
                 r.1 += 1;

@@ -126,18 +126,19 @@ pub struct Header {
     pub timestamp: Jv,
 }
 
-/// Characters as `estimateTokens` counts them, or `None` where Pi's code would throw or
-/// produce `NaN` (pisa then flags the session instead of guessing).
-pub type Chars = Option<u64>;
+/// Characters as `estimateTokens` counts them, as the JavaScript number Pi gets: `NaN` where
+/// Pi reads `.length` of a value that has none (`(5).length`), and `None` where Pi's code
+/// throws (`undefined.length`, iterating a number); pisa flags those sessions.
+pub type Chars = Option<f64>;
 
 /// Content reduced to the character counts the estimate needs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ContentChars {
     /// `estimateTextAndImageContentChars(content)` (user, toolResult, custom, system).
     pub as_content: Chars,
     /// The assistant loop over blocks (text, thinking, toolCall).
     pub as_assistant: Chars,
-    /// `contentText(content).length` and whether it is non-empty (system replay).
+    /// `contentText(content).length` (system replay); `None` where it throws.
     pub text_len: Option<u64>,
     /// The content is `null` or absent (Pi normalises it for some roles).
     pub nullish: bool,
@@ -242,8 +243,9 @@ impl Role {
 pub struct SystemInfo {
     /// Own estimate characters: content + truthy sections + `JSON.stringify(toolsAdded)`.
     pub own_chars: Chars,
-    /// `sections` in `Object.entries` order: name and length (`None` = `null`, removes it).
-    pub sections: Vec<(Box<str>, Option<u64>)>,
+    /// `sections` in `Object.entries` order: name and what it adds to the estimate
+    /// (`None` = `null`, which removes the section in a replay).
+    pub sections: Vec<(Box<str>, Option<Chars>)>,
     /// `toolsAdded`: tool name and `JSON.stringify(tool).length`.
     pub tools_added: Vec<(Key, u64)>,
     /// `toolsRemoved`: tool names.

@@ -72,9 +72,39 @@ fn str_box(v: Option<V<'_, '_>>) -> Option<Box<str>> {
     v.and_then(as_str).map(Into::into)
 }
 
-/// `x.length` of a string field where Pi reads it unguarded: `None` unless it is a string.
-fn str_chars(v: Option<V<'_, '_>>) -> Chars {
-    v.and_then(as_str).map(utf16_len)
+/// `x.length` where Pi reads it unguarded: UTF-16 units of a string, elements of an array,
+/// `NaN` for other values (`(5).length` is `undefined`), `None` (throws) for `undefined`
+/// and `null`.
+fn js_len(v: Option<V<'_, '_>>) -> Chars {
+    match node(v?) {
+        Node::String(s) => Some(utf16_len(s) as f64),
+        Node::Array { len, .. } => Some(len as f64),
+        Node::Static(StaticNode::Null) => None,
+        _ => Some(f64::NAN),
+    }
+}
+
+/// Length of `String(x)` as `Array#join` writes an element: `null` as "", numbers and
+/// booleans as JavaScript prints them, objects as `[object Object]`, arrays joined by `,`.
+/// `None` past a nesting of 32 (pisa does not follow further).
+fn js_join_len(v: V<'_, '_>, marks: Marks, depth: u32) -> Option<u64> {
+    let n = node(v);
+    match n {
+        Node::String(s) => Some(utf16_len(s)),
+        Node::Static(StaticNode::Null) => Some(0),
+        Node::Static(StaticNode::Bool(b)) => Some(if b { 4 } else { 5 }),
+        Node::Static(_) => marks.node_num(&n).map(|f| js::number_to_string(f).len() as u64),
+        Node::Object { .. } => Some(15),
+        Node::Array { len, .. } if depth < 32 => {
+            let items: Option<u64> = v
+                .as_array()?
+                .iter()
+                .map(|item| js_join_len(item, marks, depth + 1))
+                .sum();
+            items.map(|t| t + len.saturating_sub(1) as u64)
+        }
+        Node::Array { .. } => None,
+    }
 }
 
 /// Reduce message content to the counts of `estimateTokens` and `contentText`.
@@ -89,9 +119,9 @@ pub fn content_chars(v: Option<V<'_, '_>>, marks: Marks) -> ContentChars {
         Node::String(s) => {
             let n = utf16_len(s);
             ContentChars {
-                as_content: Some(n),
+                as_content: Some(n as f64),
                 // `for (const block of "text")` visits one-character strings: nothing counts.
-                as_assistant: Some(0),
+                as_assistant: Some(0.0),
                 text_len: Some(n),
                 nullish: false,
                 is_string: true,
@@ -103,8 +133,8 @@ pub fn content_chars(v: Option<V<'_, '_>>, marks: Marks) -> ContentChars {
         },
         Node::Array { .. } => {
             let arr = v.as_array().expect("array node");
-            let mut content = Some(0u64);
-            let mut assistant = Some(0u64);
+            let mut content: Chars = Some(0.0);
+            let mut assistant: Chars = Some(0.0);
             let mut text = Some(0u64);
             let mut text_blocks = 0u64;
             for block in arr.iter() {
@@ -134,28 +164,24 @@ pub fn content_chars(v: Option<V<'_, '_>>, marks: Marks) -> ContentChars {
                 }
                 match ty.and_then(as_str) {
                     Some("text") => {
-                        let len = str_chars(text_v);
+                        let len = js_len(text_v);
                         // estimateTextAndImageContentChars: `block.text &&` guards the length.
                         if text_v.is_some_and(truthy) {
                             content = content.zip(len).map(|(a, b)| a + b);
                         }
                         assistant = assistant.zip(len).map(|(a, b)| a + b);
                         // contentText joins `block.text` (undefined/null print as "").
-                        let t = match text_v {
-                            None => Some(0),
-                            Some(tv) if is_null(tv) => Some(0),
-                            Some(tv) => as_str(tv).map(utf16_len),
-                        };
+                        let t = text_v.map_or(Some(0), |tv| js_join_len(tv, marks, 0));
                         text = text.zip(t).map(|(a, b)| a + b);
                         text_blocks += 1;
                     }
-                    Some("image") => content = content.map(|c| c + 4800),
+                    Some("image") => content = content.map(|c| c + 4800.0),
                     Some("thinking") => {
-                        assistant = assistant.zip(str_chars(thinking_v)).map(|(a, b)| a + b);
+                        assistant = assistant.zip(js_len(thinking_v)).map(|(a, b)| a + b);
                     }
                     Some("toolCall") => {
-                        let name = str_chars(name_v);
-                        let args = args_v.map(|a| js::stringify_len(a, marks));
+                        let name = js_len(name_v);
+                        let args = args_v.map(|a| js::stringify_len(a, marks) as f64);
                         assistant = assistant.zip(name).zip(args).map(|((a, n), g)| a + n + g);
                     }
                     _ => {}
@@ -284,8 +310,8 @@ pub fn message_of(v: V<'_, '_>, marks: Marks) -> Message {
         m.usage_truthy = truthy(u);
     }
     m.own_chars = match m.role {
-        Role::BashExecution => str_chars(command).zip(str_chars(output)).map(|(a, b)| a + b),
-        Role::BranchSummary | Role::CompactionSummary => str_chars(summary),
+        Role::BashExecution => js_len(command).zip(js_len(output)).map(|(a, b)| a + b),
+        Role::BranchSummary | Role::CompactionSummary => js_len(summary),
         _ => None,
     };
     if m.role == Role::System {
@@ -311,22 +337,21 @@ fn system_info(
 ) -> SystemInfo {
     let mut info = SystemInfo::default();
     // Pi normalises a null system content to "" before estimating.
-    let mut chars = if content.nullish { Some(0) } else { content.as_content };
+    let mut chars = if content.nullish { Some(0.0) } else { content.as_content };
     if let Some(obj) = sections.and_then(|s| s.as_object()) {
         for (name, val) in obj.iter() {
             if is_null(val) {
                 info.sections.push((name.into(), None));
             } else {
-                let len = as_str(val).map(utf16_len);
-                if truthy(val) {
-                    chars = chars.zip(len).map(|(a, b)| a + b);
-                }
-                info.sections.push((name.into(), Some(len.unwrap_or(0))));
+                // `if (section) chars += section.length`: falsy values add nothing.
+                let len = if truthy(val) { js_len(Some(val)) } else { Some(0.0) };
+                chars = chars.zip(len).map(|(a, b)| a + b);
+                info.sections.push((name.into(), Some(len)));
             }
         }
     }
     if let Some(t) = tools_added.filter(|t| truthy(*t)) {
-        chars = chars.map(|c| c + js::stringify_len(t, marks));
+        chars = chars.map(|c| c + js::stringify_len(t, marks) as f64);
     }
     let mut ctx = LineCtx {
         marks,
@@ -438,7 +463,7 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
         EntryType::Compaction => {
             let (u, bad) = usage(f.usage);
             Body::Compaction(Box::new(Compaction {
-                summary_chars: str_chars(f.summary),
+                summary_chars: js_len(f.summary),
                 first_kept: key_of(f.first_kept, ctx),
                 first_kept_index: f.first_kept_index.and_then(|v| number(v, marks)),
                 tokens_before: jv(f.tokens_before, marks),
@@ -454,7 +479,7 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
             let (u, bad) = usage(f.usage);
             Body::BranchSummary(Box::new(BranchSummary {
                 has_summary: f.summary.is_some_and(truthy),
-                summary_chars: str_chars(f.summary),
+                summary_chars: js_len(f.summary),
                 usage: u,
                 usage_not_object: bad,
             }))
@@ -491,8 +516,8 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
             content: match f.content {
                 Some(c) if !is_null(c) => content_chars(Some(c), marks),
                 _ => ContentChars {
-                    as_content: Some(0),
-                    as_assistant: Some(0),
+                    as_content: Some(0.0),
+                    as_assistant: Some(0.0),
                     text_len: Some(0),
                     nullish: false,
                     is_string: false,

@@ -23,8 +23,9 @@ pub enum SysRef {
 #[derive(Debug, Clone)]
 pub struct ProjectedMessage {
     pub role: Role,
-    /// `estimateTokens(message)`; `None` where Pi's code would throw or give `NaN`.
-    pub tokens: Option<u64>,
+    /// `estimateTokens(message)` as the JavaScript number Pi gets (`NaN` possible);
+    /// `None` where Pi's code throws.
+    pub tokens: Option<f64>,
     /// `calculateContextTokens(usage)` for an assistant message whose usage Pi trusts.
     pub usage_tokens: Option<f64>,
     pub system: Option<SysRef>,
@@ -67,7 +68,7 @@ pub struct Estimate {
     pub trailing_tokens: f64,
     /// Index of the message whose usage was used; `None` when Pi fell back to chars/4.
     pub last_usage_index: Option<usize>,
-    /// Pi's code would throw (or produce `NaN`) computing this.
+    /// Pi's code would throw computing this (a `NaN` is not unknown: it is Pi's figure).
     pub unknown: bool,
 }
 
@@ -105,17 +106,18 @@ pub fn context_entries(tree: &Tree, path: &Path) -> Vec<u32> {
     out
 }
 
-fn quarter(chars: Option<u64>) -> Option<u64> {
-    chars.map(|c| c.div_ceil(4))
+/// `Math.ceil(chars / 4)`.
+fn quarter(chars: Option<f64>) -> Option<f64> {
+    chars.map(|c| (c / 4.0).ceil())
 }
 
 /// `estimateTokens` for a message of `role` whose content is `content`.
-fn content_tokens(role: &Role, content: &ContentChars, normalize_null: bool) -> Option<u64> {
+fn content_tokens(role: &Role, content: &ContentChars, normalize_null: bool) -> Option<f64> {
     let nullish_zero = normalize_null && content.nullish;
     match role {
         Role::User | Role::ToolResult => {
             if nullish_zero {
-                Some(0)
+                Some(0.0)
             } else {
                 quarter(content.as_content)
             }
@@ -123,12 +125,12 @@ fn content_tokens(role: &Role, content: &ContentChars, normalize_null: bool) -> 
         Role::Custom => quarter(if content.nullish { None } else { content.as_content }),
         Role::Assistant => {
             if nullish_zero {
-                Some(0)
+                Some(0.0)
             } else {
                 quarter(content.as_assistant)
             }
         }
-        _ => Some(0),
+        _ => Some(0.0),
     }
 }
 
@@ -138,7 +140,7 @@ fn project_message(m: &Message, repl: Option<&ContentChars>, sys: SysRef, from_e
     if m.not_object {
         return ProjectedMessage {
             role: Role::Missing,
-            tokens: Some(0),
+            tokens: Some(0.0),
             usage_tokens: None,
             system: None,
         };
@@ -159,7 +161,7 @@ fn project_message(m: &Message, repl: Option<&ContentChars>, sys: SysRef, from_e
             content_tokens(&role, &m.content, from_entry)
         }
         (Role::BashExecution | Role::BranchSummary | Role::CompactionSummary, _) => quarter(m.own_chars),
-        _ => Some(0),
+        _ => Some(0.0),
     };
     let usage_tokens = (role == Role::Assistant && m.has_usage_key)
         .then(|| {
@@ -302,10 +304,10 @@ fn system_info(tree: &Tree, r: SysRef) -> Option<&SystemInfo> {
 }
 
 /// `estimateTokens(getCurrentSystemMessage(messages))`, or 0 when there is none.
-fn replayed_system_tokens(tree: &Tree, proj: &Projection) -> Option<u64> {
+fn replayed_system_tokens(tree: &Tree, proj: &Projection) -> Option<f64> {
     let mut content_parts = 0u64;
     let mut content_len = 0u64;
-    let mut sections: HashMap<&str, u64> = HashMap::new();
+    let mut sections: HashMap<&str, Option<f64>> = HashMap::new();
     let mut tools: HashMap<&Key, u64> = HashMap::new();
     // `timestamp ??= message.timestamp`: the first non-nullish one sticks.
     let mut timestamp = crate::parse::entry::Presence::Absent;
@@ -350,14 +352,14 @@ fn replayed_system_tokens(tree: &Tree, proj: &Projection) -> Option<u64> {
         }
     }
     if !any || (timestamp == crate::parse::entry::Presence::Absent && tools.is_empty()) {
-        return Some(0);
+        return Some(0.0);
     }
-    let mut chars = content_len + 2 * content_parts.saturating_sub(1);
-    chars += sections.values().sum::<u64>();
+    let mut chars = (content_len + 2 * content_parts.saturating_sub(1)) as f64;
+    chars += sections.values().copied().sum::<Option<f64>>()?;
     if !tools.is_empty() {
-        chars += 2 + tools.values().sum::<u64>() + (tools.len() as u64 - 1);
+        chars += (2 + tools.values().sum::<u64>() + (tools.len() as u64 - 1)) as f64;
     }
-    Some(chars.div_ceil(4))
+    quarter(Some(chars))
 }
 
 /// `estimateProjectedContextTokens(projection, branchEntries)`.
@@ -367,7 +369,7 @@ pub fn estimate(tree: &Tree, proj: &Projection, branch: &Path) -> Estimate {
     if let Some(idx) = last_usage {
         // estimateContextTokens with usage: the usage plus chars/4 of what follows.
         let usage_tokens = msgs[idx].usage_tokens.unwrap_or(0.0);
-        let trailing: Option<u64> = msgs[idx + 1..].iter().map(|m| m.tokens).sum();
+        let trailing: Option<f64> = msgs[idx + 1..].iter().map(|m| m.tokens).sum();
         let usage_entry = proj.entries.iter().find(|pe| idx < pe.messages.end).map(|pe| pe.entry);
         let usage_id = usage_entry.map(|i| &tree.entries[i as usize].id).filter(|k| k.truthy());
         let usage_pos = usage_id.and_then(|id| branch.entries.iter().position(|&b| tree.entries[b as usize].id == *id));
@@ -385,9 +387,9 @@ pub fn estimate(tree: &Tree, proj: &Projection, branch: &Path) -> Estimate {
         if usage_after {
             return match trailing {
                 Some(t) => Estimate {
-                    tokens: usage_tokens + t as f64,
+                    tokens: usage_tokens + t,
                     usage_tokens,
-                    trailing_tokens: t as f64,
+                    trailing_tokens: t,
                     last_usage_index: Some(idx),
                     unknown: false,
                 },
@@ -421,9 +423,9 @@ pub fn estimate(tree: &Tree, proj: &Projection, branch: &Path) -> Estimate {
     }
     match tokens {
         Some(t) => Estimate {
-            tokens: t as f64,
+            tokens: t,
             usage_tokens: 0.0,
-            trailing_tokens: t as f64,
+            trailing_tokens: t,
             last_usage_index: None,
             unknown: false,
         },

@@ -2,7 +2,8 @@
 
 Lines that JSON.parse accepts and simd-json does not without help: nesting far beyond
 simd-json's default depth limit, number literals beyond the double range (Infinity for
-JSON.parse, in usage fields too), repeated keys inside tool-call arguments.
+JSON.parse, in usage fields too), repeated keys inside tool-call arguments; and values whose
+`.length` Pi reads although they are not strings (an array has one, a number gives NaN).
 """
 import os
 
@@ -20,7 +21,27 @@ ASSISTANT = (
 )
 EDIT = '{"type":"context_edit","id":"e","parentId":"a","targetId":"zz","replacement":null}'
 
+# Values whose `.length` Pi reads although they are not strings: an array has a length, a
+# number gives NaN (the estimate prints null; nothing throws).
+NAN_USER = '{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"hello"}}'
+NAN_SYSTEM = (
+    '{"type":"message","id":"s1","parentId":"u1","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"system",'
+    '"content":[{"type":"text","text":5},{"type":"text","text":["a",null,true]}],"sections":{"a":7,"b":"",'
+    '"c":["x","y"]},"timestamp":1}}'
+)
+ARRAY_SUMMARY = '{"type":"compaction","id":"c1","parentId":"s1","timestamp":"2026-01-01T00:00:02.000Z","summary":["a","b","c"],"firstKeptEntryId":"u1","tokensBefore":9}'
+NUMBER_SUMMARY = '{"type":"compaction","id":"c2","parentId":"c1","timestamp":"2026-01-01T00:00:03.000Z","summary":12,"firstKeptEntryId":"c2","tokensBefore":9}'
+NAN_ASSISTANT = (
+    '{"type":"message","id":"a1","parentId":"s1","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant",'
+    '"content":[{"type":"text","text":42},{"type":"thinking","thinking":["x"]}],"provider":"p","model":"m",'
+    '"usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"total":0}},"stopReason":"stop"}}'
+)
+NAN_EDIT = '{"type":"context_edit","id":"e1","parentId":"a1","targetId":"none","replacement":null}'
+
 files = {
+    "03-array-summary-and-nan-system-sections.jsonl": [H % 3, NAN_USER, NAN_SYSTEM, ARRAY_SUMMARY],
+    "04-number-summary-gives-nan.jsonl": [H % 4, NAN_USER, NAN_SYSTEM, ARRAY_SUMMARY, NUMBER_SUMMARY],
+    "05-nan-text-lengths-in-chars-over-four.jsonl": [H % 5, NAN_USER, NAN_SYSTEM, NAN_ASSISTANT, NAN_EDIT],
     "01-deep-nesting-and-infinite-usage.jsonl": [H % 1, DEEP, BIG, USER, ASSISTANT],
     "02-same-with-chars-over-four-estimate.jsonl": [H % 2, DEEP, BIG, USER, ASSISTANT, EDIT],
 }
