@@ -89,7 +89,7 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
         t.add_row(vec![
             Cell::new(terminal_safe(&role)),
             Cell::new(n).set_alignment(CellAlignment::Right),
-            Cell::new(tokens(tok as f64)).set_alignment(CellAlignment::Right),
+            Cell::new(tokens(tok)).set_alignment(CellAlignment::Right),
         ]);
     }
     writeln!(out, "{t}")?;
