@@ -195,6 +195,7 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
         .or(estimate
             .unknown
             .then_some("the context estimate reads a missing field (throws or NaN)"))
+        .or(effects.iter().find_map(|e| e.pi_error))
         .or(effects
             .iter()
             .any(|e| e.estimated_tokens_after.is_some_and(|x| x.unknown))

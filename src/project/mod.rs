@@ -481,6 +481,8 @@ pub struct CompactionEffect {
     pub entries_summarized: Option<u64>,
     /// Entries before the compaction on its path that were kept.
     pub entries_kept: Option<u64>,
+    /// Why Pi's code would throw projecting with this compaction as the leaf.
+    pub pi_error: Option<&'static str>,
 }
 
 /// The effect of every compaction entry, in file order.
@@ -509,6 +511,7 @@ pub fn compaction_effects(tree: &Tree, active: &Path) -> Vec<CompactionEffect> {
             eff.context_entries_after = Some(proj.context.len() as u64);
             eff.projected_messages_after = Some(proj.messages.len() as u64);
             eff.estimated_tokens_after = Some(estimate(tree, &proj, &branch));
+            eff.pi_error = proj.pi_error;
             // Entries before the compaction on its own path, split into kept and summarized.
             if let Some(pos) = path.entries.iter().position(|&p| p == i) {
                 let before = pos as u64;

@@ -40,7 +40,7 @@ fn generated_directories_agree_with_the_oracle() {
 
 #[test]
 fn files_pi_cannot_load_are_reported_with_pi_error() {
-    assert_agreement(&repo().join("tests").join("data").join("pi-errors"), 8);
+    assert_agreement(&repo().join("tests").join("data").join("pi-errors"), 9);
 }
 
 #[test]
