@@ -65,7 +65,7 @@ pub struct SessionAnalysis {
     pub compactions: CompactionSummary,
     pub estimate: Estimate,
     /// `getContextUsage()` would report these tokens; `None` = unknown after a compaction.
-    pub context_usage_tokens: Option<f64>,
+    pub context_usage_tokens: Option<crate::js::JsVal>,
     pub effects: Vec<CompactionEffect>,
     /// Why Pi's own code would throw on this file, if it would.
     pub pi_error: Option<&'static str>,
@@ -122,7 +122,7 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
     };
     let proj = project::project(&tree, &path);
     let estimate = project::estimate(&tree, &proj, &branch);
-    let context_usage_tokens = project::context_usage_known(&tree, &proj, &branch).then_some(estimate.tokens);
+    let context_usage_tokens = project::context_usage_known(&tree, &proj, &branch).then(|| estimate.tokens.clone());
 
     let mut edits = EditCounts::default();
     for (i, e) in tree.entries.iter().enumerate() {
@@ -198,7 +198,7 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
         .or(effects.iter().find_map(|e| e.pi_error))
         .or(effects
             .iter()
-            .any(|e| e.estimated_tokens_after.is_some_and(|x| x.unknown))
+            .any(|e| e.estimated_tokens_after.as_ref().is_some_and(|x| x.unknown))
             .then_some("a compaction's context estimate reads a missing field"));
     SessionAnalysis {
         leaf: tree.leaf(),

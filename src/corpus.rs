@@ -210,7 +210,7 @@ fn analyze_one_unguarded(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
                 context_tokens: if a.estimate.unknown {
                     None
                 } else {
-                    a.context_usage_tokens
+                    a.context_usage_tokens.as_ref().map(crate::js::JsVal::to_number)
                 },
                 compactions: a.compactions.total,
             };

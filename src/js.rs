@@ -425,6 +425,106 @@ pub fn js_add_operand(v: Option<TapeValue<'_, '_>>, marks: Marks) -> f64 {
     }
 }
 
+/// A JavaScript primitive as Pi's sums see it: `total += usage.input` with whatever the file
+/// holds. Objects and arrays are kept as the string `ToPrimitive` makes of them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JsVal {
+    Undefined,
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(Box<str>),
+}
+
+impl Default for JsVal {
+    fn default() -> Self {
+        JsVal::Num(0.0)
+    }
+}
+
+impl JsVal {
+    /// The operand a number field converts to (`NaN` stands for an absent field).
+    pub fn from_f64(f: f64) -> JsVal {
+        if f.is_nan() { JsVal::Undefined } else { JsVal::Num(f) }
+    }
+
+    /// The operand a tape value is (`None` = the key is absent).
+    pub fn from_tape(v: Option<TapeValue<'_, '_>>, marks: Marks) -> JsVal {
+        let Some(v) = v else { return JsVal::Undefined };
+        let n = &tape_nodes(v)[0];
+        match *n {
+            Node::String(s) => JsVal::Str(s.into()),
+            Node::Static(StaticNode::Null) => JsVal::Null,
+            Node::Static(StaticNode::Bool(b)) => JsVal::Bool(b),
+            Node::Static(_) => JsVal::Num(marks.node_num(n).unwrap_or(f64::NAN)),
+            Node::Object { .. } => JsVal::Str("[object Object]".into()),
+            Node::Array { .. } => JsVal::Str(js_string_of(&Some(to_json(v, marks))).into()),
+        }
+    }
+
+    /// `ToNumber`.
+    pub fn to_number(&self) -> f64 {
+        match self {
+            JsVal::Undefined => f64::NAN,
+            JsVal::Null => 0.0,
+            JsVal::Bool(b) => f64::from(u8::from(*b)),
+            JsVal::Num(f) => *f,
+            JsVal::Str(s) => js_to_number(&serde_json::Value::String(s.to_string())),
+        }
+    }
+
+    /// `ToString`.
+    pub fn to_js_string(&self) -> Cow<'_, str> {
+        match self {
+            JsVal::Undefined => "undefined".into(),
+            JsVal::Null => "null".into(),
+            JsVal::Bool(b) => if *b { "true" } else { "false" }.into(),
+            JsVal::Num(f) => number_to_string(*f).into(),
+            JsVal::Str(s) => Cow::Borrowed(s),
+        }
+    }
+
+    /// JavaScript truthiness.
+    pub fn truthy(&self) -> bool {
+        match self {
+            JsVal::Undefined | JsVal::Null => false,
+            JsVal::Bool(b) => *b,
+            JsVal::Num(f) => *f != 0.0 && !f.is_nan(),
+            JsVal::Str(s) => !s.is_empty(),
+        }
+    }
+
+    /// `self + rhs`: string concatenation when either side is a string, else numeric addition.
+    pub fn plus(&self, rhs: &JsVal) -> JsVal {
+        match (self, rhs) {
+            (JsVal::Num(a), JsVal::Num(b)) => JsVal::Num(a + b),
+            (JsVal::Str(_), _) | (_, JsVal::Str(_)) => {
+                JsVal::Str(format!("{}{}", self.to_js_string(), rhs.to_js_string()).into())
+            }
+            _ => JsVal::Num(self.to_number() + rhs.to_number()),
+        }
+    }
+
+    /// `self += rhs`.
+    pub fn add_assign(&mut self, rhs: &JsVal) {
+        if let (JsVal::Num(a), JsVal::Num(b)) = (&mut *self, rhs) {
+            *a += b;
+        } else {
+            *self = self.plus(rhs);
+        }
+    }
+
+    /// The value as `JSON.stringify` prints it (`NaN` and `undefined` as `null`).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            JsVal::Undefined | JsVal::Null => serde_json::Value::Null,
+            JsVal::Bool(b) => serde_json::Value::Bool(*b),
+            JsVal::Num(f) => num_json(*f),
+            JsVal::Str(s) => serde_json::Value::String(s.to_string()),
+        }
+    }
+}
+
 /// `String(v)` in JavaScript for a JSON value (`undefined` when absent).
 pub fn js_string_of(v: &Jv) -> Cow<'_, str> {
     match v {

@@ -4,7 +4,7 @@
 //! kept; message content is reduced to character counts at parse time, so a session in
 //! memory is a small fraction of its file.
 
-use crate::js::{Jv, Key};
+use crate::js::{JsVal, Jv, Key};
 
 /// The `type` of an entry, as Pi dispatches on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -265,7 +265,7 @@ pub enum Presence {
 
 /// Billed usage as written, in JavaScript numbers: `NaN` stands for a field that is absent
 /// (or not a number), which is what `total += usage.field` gives in Pi.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Usage {
     pub input: f64,
     pub output: f64,
@@ -281,17 +281,56 @@ pub struct Usage {
     pub cost_cache_read: f64,
     pub cost_cache_write: f64,
     pub cost_total: f64,
+    /// The fields Pi adds up (`input, output, cacheRead, cacheWrite, totalTokens, cost.total`)
+    /// as written, when one of them is present but not a number: Pi's sums then follow
+    /// JavaScript's `+` (a string concatenates). `None` in the normal case.
+    pub odd: Option<Box<[JsVal; 6]>>,
+}
+
+/// Indexes into [`Usage::operand`].
+pub mod field {
+    pub const INPUT: usize = 0;
+    pub const OUTPUT: usize = 1;
+    pub const CACHE_READ: usize = 2;
+    pub const CACHE_WRITE: usize = 3;
+    pub const TOTAL_TOKENS: usize = 4;
+    pub const COST_TOTAL: usize = 5;
 }
 
 impl Usage {
-    /// `calculateContextTokens`: `totalTokens || input + output + cacheRead + cacheWrite`.
-    pub fn context_tokens(&self) -> f64 {
-        let t = self.total_tokens;
-        if t != 0.0 && !t.is_nan() {
-            t
-        } else {
-            self.input + self.output + self.cache_read + self.cache_write
+    /// A field as the JavaScript value Pi adds.
+    pub fn operand(&self, f: usize) -> JsVal {
+        if let Some(odd) = &self.odd {
+            return odd[f].clone();
         }
+        JsVal::from_f64(match f {
+            field::INPUT => self.input,
+            field::OUTPUT => self.output,
+            field::CACHE_READ => self.cache_read,
+            field::CACHE_WRITE => self.cache_write,
+            field::TOTAL_TOKENS => self.total_tokens,
+            _ => self.cost_total,
+        })
+    }
+
+    /// `calculateContextTokens`: `totalTokens || input + output + cacheRead + cacheWrite`.
+    pub fn context_tokens(&self) -> JsVal {
+        if self.odd.is_none() {
+            let t = self.total_tokens;
+            return JsVal::Num(if t != 0.0 && !t.is_nan() {
+                t
+            } else {
+                self.input + self.output + self.cache_read + self.cache_write
+            });
+        }
+        let total = self.operand(field::TOTAL_TOKENS);
+        if total.truthy() {
+            return total;
+        }
+        self.operand(field::INPUT)
+            .plus(&self.operand(field::OUTPUT))
+            .plus(&self.operand(field::CACHE_READ))
+            .plus(&self.operand(field::CACHE_WRITE))
     }
 }
 

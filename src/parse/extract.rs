@@ -233,7 +233,9 @@ pub fn usage_of(v: V<'_, '_>, marks: Marks) -> Option<Usage> {
         cost_cache_read: f64::NAN,
         cost_cache_write: f64::NAN,
         cost_total: f64::NAN,
+        odd: None,
     };
+    let mut cost_total = None;
     if let Some(c) = cost.and_then(|c| c.as_object()) {
         u.has_cost = true;
         for (k, val) in c.iter() {
@@ -243,10 +245,18 @@ pub fn usage_of(v: V<'_, '_>, marks: Marks) -> Option<Usage> {
                 "output" => u.cost_output = f,
                 "cacheRead" => u.cost_cache_read = f,
                 "cacheWrite" => u.cost_cache_write = f,
-                "total" => u.cost_total = f,
+                "total" => {
+                    u.cost_total = f;
+                    cost_total = Some(val);
+                }
                 _ => {}
             }
         }
+    }
+    let summed = [input, output, cr, cw, total, cost_total];
+    let not_a_number = |v: &Option<V<'_, '_>>| v.is_some_and(|v| number(v, marks).is_none());
+    if summed.iter().any(not_a_number) {
+        u.odd = Some(Box::new(summed.map(|v| js::JsVal::from_tape(v, marks))));
     }
     Some(u)
 }

@@ -6,7 +6,7 @@
 
 use hashbrown::{HashMap, HashSet};
 
-use crate::js::{Jv, Key};
+use crate::js::{JsVal, Jv, Key};
 use crate::parse::entry::{Body, ContentChars, EntryType, Message, Replacement, Role, SystemInfo};
 use crate::tree::{Path, Tree};
 
@@ -27,7 +27,7 @@ pub struct ProjectedMessage {
     /// `None` where Pi's code throws.
     pub tokens: Option<f64>,
     /// `calculateContextTokens(usage)` for an assistant message whose usage Pi trusts.
-    pub usage_tokens: Option<f64>,
+    pub usage_tokens: Option<JsVal>,
     pub system: Option<SysRef>,
 }
 
@@ -60,11 +60,12 @@ pub struct Projection {
     pub pi_error: Option<&'static str>,
 }
 
-/// `estimateProjectedContextTokens`.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// `estimateProjectedContextTokens`. `tokens` and `usage_tokens` are JavaScript values: a
+/// usage field written as a string makes them strings in Pi, and pisa follows.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Estimate {
-    pub tokens: f64,
-    pub usage_tokens: f64,
+    pub tokens: JsVal,
+    pub usage_tokens: JsVal,
     pub trailing_tokens: f64,
     /// Index of the message whose usage was used; `None` when Pi fell back to chars/4.
     pub last_usage_index: Option<usize>,
@@ -171,7 +172,7 @@ fn project_message(m: &Message, repl: Option<&ContentChars>, sys: SysRef, from_e
             }
             let u = m.usage.as_ref()?;
             let t = u.context_tokens();
-            (t > 0.0).then_some(t)
+            (t.to_number() > 0.0).then_some(t)
         })
         .flatten();
     let system = (role == Role::System).then_some(sys);
@@ -368,7 +369,7 @@ pub fn estimate(tree: &Tree, proj: &Projection, branch: &Path) -> Estimate {
     let last_usage = msgs.iter().rposition(|m| m.usage_tokens.is_some());
     if let Some(idx) = last_usage {
         // estimateContextTokens with usage: the usage plus chars/4 of what follows.
-        let usage_tokens = msgs[idx].usage_tokens.unwrap_or(0.0);
+        let usage_tokens = msgs[idx].usage_tokens.clone().unwrap_or_default();
         let trailing: Option<f64> = msgs[idx + 1..].iter().map(|m| m.tokens).sum();
         let usage_entry = proj.entries.iter().find(|pe| idx < pe.messages.end).map(|pe| pe.entry);
         let usage_id = usage_entry.map(|i| &tree.entries[i as usize].id).filter(|k| k.truthy());
@@ -387,7 +388,7 @@ pub fn estimate(tree: &Tree, proj: &Projection, branch: &Path) -> Estimate {
         if usage_after {
             return match trailing {
                 Some(t) => Estimate {
-                    tokens: usage_tokens + t,
+                    tokens: usage_tokens.plus(&JsVal::Num(t)),
                     usage_tokens,
                     trailing_tokens: t,
                     last_usage_index: Some(idx),
@@ -423,8 +424,8 @@ pub fn estimate(tree: &Tree, proj: &Projection, branch: &Path) -> Estimate {
     }
     match tokens {
         Some(t) => Estimate {
-            tokens: t,
-            usage_tokens: 0.0,
+            tokens: JsVal::Num(t),
+            usage_tokens: JsVal::Num(0.0),
             trailing_tokens: t,
             last_usage_index: None,
             unknown: false,
@@ -543,7 +544,7 @@ mod tests {
         // 100 from usage + ceil(6 UTF-16 units / 4) = 2 for the emoji message.
         assert_eq!(
             (e.tokens, e.usage_tokens, e.trailing_tokens, e.last_usage_index),
-            (102.0, 100.0, 2.0, Some(1))
+            (JsVal::Num(102.0), JsVal::Num(100.0), 2.0, Some(1))
         );
     }
 
@@ -554,7 +555,7 @@ mod tests {
         let proj = project(&t, &t.active_session_path());
         let e = estimate(&t, &proj, &t.active_branch());
         // user "x" → 1, assistant "abcd" → 1, user emoji → 2.
-        assert_eq!((e.tokens, e.last_usage_index), (4.0, None));
+        assert_eq!((e.tokens, e.last_usage_index), (JsVal::Num(4.0), None));
         assert_eq!(
             proj.entries
                 .iter()
@@ -595,6 +596,9 @@ mod tests {
             (Some(3), Some(0))
         );
         // compactionSummary "sum" → ceil(3/4) = 1.
-        assert_eq!(effects[0].estimated_tokens_after.unwrap().tokens, 1.0);
+        assert_eq!(
+            effects[0].estimated_tokens_after.clone().unwrap().tokens,
+            JsVal::Num(1.0)
+        );
     }
 }

@@ -57,8 +57,8 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
     writeln!(
         out,
         "  billed    {} tokens, {} over {} usage records ({} messages, {} tool calls)",
-        tokens(st.totals.tokens()),
-        usd(st.totals.cost),
+        tokens(st.totals.tokens().to_number()),
+        usd(st.totals.cost.to_number()),
         a.accounting.records.len(),
         st.total_messages,
         st.tool_calls
@@ -66,11 +66,11 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
     let ctx = if a.estimate.unknown {
         "unknown".to_string()
     } else {
-        match a.context_usage_tokens {
-            Some(t) => format!("{} tokens", tokens(t)),
+        match &a.context_usage_tokens {
+            Some(t) => format!("{} tokens", tokens(t.to_number())),
             None => format!(
                 "unknown after the latest compaction (estimate {})",
-                tokens(a.estimate.tokens)
+                tokens(a.estimate.tokens.to_number())
             ),
         }
     };
@@ -100,8 +100,8 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
     for r in &a.accounting.breakdown {
         t.add_row(vec![
             Cell::new(terminal_safe(&r.key)),
-            Cell::new(tokens(r.tokens)).set_alignment(CellAlignment::Right),
-            Cell::new(usd(r.cost)).set_alignment(CellAlignment::Right),
+            Cell::new(tokens(r.tokens.to_number())).set_alignment(CellAlignment::Right),
+            Cell::new(usd(r.cost.to_number())).set_alignment(CellAlignment::Right),
         ]);
     }
     writeln!(out, "{t}")?;

@@ -7,12 +7,13 @@
 use serde_json::{Map, Value, json};
 
 use crate::analyze::{SessionAnalysis, tally};
+use crate::js::JsVal;
 use crate::js::{self, Jv, num_json};
 use crate::parse::entry::{Body, EntryType};
 use crate::parse::{LineStats, RejectReason};
 use crate::project::Estimate;
 use crate::tree::Tree;
-use crate::usage::Totals;
+use crate::usage::PiTotals;
 
 fn num(f: f64) -> Value {
     num_json(f)
@@ -26,8 +27,8 @@ fn tally_json(t: &[(String, u64)]) -> Value {
     Value::Object(t.iter().map(|(k, n)| (k.clone(), json!(n))).collect())
 }
 
-fn totals_json(t: &Totals) -> Value {
-    json!({"input": num(t.input), "output": num(t.output), "cacheRead": num(t.cache_read), "cacheWrite": num(t.cache_write), "cost": num(t.cost)})
+fn totals_json(t: &PiTotals) -> Value {
+    json!({"input": t.input.to_json(), "output": t.output.to_json(), "cacheRead": t.cache_read.to_json(), "cacheWrite": t.cache_write.to_json(), "cost": t.cost.to_json()})
 }
 
 fn estimate_json(e: &Estimate) -> Value {
@@ -35,8 +36,8 @@ fn estimate_json(e: &Estimate) -> Value {
         return json!({"tokens": null, "usageTokens": null, "trailingTokens": null, "lastUsageIndex": null});
     }
     json!({
-        "tokens": num(e.tokens),
-        "usageTokens": num(e.usage_tokens),
+        "tokens": e.tokens.to_json(),
+        "usageTokens": e.usage_tokens.to_json(),
         "trailingTokens": num(e.trailing_tokens),
         "lastUsageIndex": e.last_usage_index,
     })
@@ -121,13 +122,13 @@ pub fn session_json(rel: &str, a: &SessionAnalysis, ov: &Overview) -> Map<String
             "toolResults": st.tool_results,
             "totalMessages": st.total_messages,
             "tokens": {
-                "input": num(st.totals.input),
-                "output": num(st.totals.output),
-                "cacheRead": num(st.totals.cache_read),
-                "cacheWrite": num(st.totals.cache_write),
-                "total": num(st.totals.input + st.totals.output + st.totals.cache_read + st.totals.cache_write),
+                "input": st.totals.input.to_json(),
+                "output": st.totals.output.to_json(),
+                "cacheRead": st.totals.cache_read.to_json(),
+                "cacheWrite": st.totals.cache_write.to_json(),
+                "total": st.totals.tokens().to_json(),
             },
-            "cost": num(st.totals.cost),
+            "cost": st.totals.cost.to_json(),
         })
     };
     let latest = a.compactions.latest.map(|i| (i, &t.entries[i as usize]));
@@ -141,7 +142,7 @@ pub fn session_json(rel: &str, a: &SessionAnalysis, ov: &Overview) -> Map<String
         .map(|eff| {
             let e = &t.entries[eff.entry as usize];
             let Body::Compaction(c) = &e.body else { unreachable!("effects are compactions") };
-            let mut u = Totals::default();
+            let mut u = PiTotals::default();
             if let Some(usage) = &c.usage {
                 let _ = u.add(usage);
             }
@@ -152,12 +153,12 @@ pub fn session_json(rel: &str, a: &SessionAnalysis, ov: &Overview) -> Map<String
                 "firstKeptEntryId": t.ref_json(&c.first_kept),
                 "retainsNone": e.id.truthy() && c.first_kept == e.id,
                 "hasSystemMessage": c.system_message.is_some(),
-                "usageTokens": num(u.tokens()),
-                "usageCost": num(u.cost),
+                "usageTokens": u.tokens().to_json(),
+                "usageCost": u.cost.to_json(),
                 "pathLengthAtCompaction": eff.path_length,
                 "contextEntriesAfter": eff.context_entries_after,
                 "projectedMessagesAfter": eff.projected_messages_after,
-                "estimatedTokensAfter": eff.estimated_tokens_after.map(|x| if x.unknown { Value::Null } else { num(x.tokens) }),
+                "estimatedTokensAfter": eff.estimated_tokens_after.as_ref().map(|x| if x.unknown { Value::Null } else { x.tokens.to_json() }),
                 "entriesSummarized": eff.entries_summarized,
                 "entriesKept": eff.entries_kept,
                 "timestamp": e.timestamp.as_deref(),
@@ -210,7 +211,7 @@ pub fn session_json(rel: &str, a: &SessionAnalysis, ov: &Overview) -> Map<String
         "usageBreakdown",
         acc.breakdown
             .iter()
-            .map(|r| json!({"key": r.key, "cost": num(r.cost), "tokens": num(r.tokens)}))
+            .map(|r| json!({"key": r.key, "cost": r.cost.to_json(), "tokens": r.tokens.to_json()}))
             .collect(),
     );
     put(
@@ -282,7 +283,7 @@ pub fn session_json(rel: &str, a: &SessionAnalysis, ov: &Overview) -> Map<String
         if a.estimate.unknown {
             Value::Null
         } else {
-            a.context_usage_tokens.map_or(Value::Null, num)
+            a.context_usage_tokens.as_ref().map_or(Value::Null, JsVal::to_json)
         },
     );
     put("compactionEffects", Value::Array(effects));

@@ -9,8 +9,9 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use hashbrown::HashMap;
 
+use crate::js::JsVal;
 use crate::js::{self, Jv};
-use crate::parse::entry::{Body, Role, Usage};
+use crate::parse::entry::{Body, Role, Usage, field};
 use crate::tree::Tree;
 
 /// Where a billed usage was recorded.
@@ -105,7 +106,7 @@ impl UsageRecord {
     }
 }
 
-/// JavaScript sums as `createUsageTotals`/`addUsageToTotals` keep them.
+/// Sums of billed usage in pisa's own terms: missing numbers read as 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Totals {
     pub input: f64,
@@ -115,20 +116,41 @@ pub struct Totals {
     pub cost: f64,
 }
 
-impl Totals {
+/// Sums exactly as `createUsageTotals`/`addUsageToTotals` keep them: JavaScript `+=` over
+/// whatever the file holds, so a missing field makes `NaN` and a string concatenates.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PiTotals {
+    pub input: JsVal,
+    pub output: JsVal,
+    pub cache_read: JsVal,
+    pub cache_write: JsVal,
+    pub cost: JsVal,
+}
+
+impl PiTotals {
     /// `addUsageToTotals`; `Err` where Pi's `usage.cost.total` throws.
     pub fn add(&mut self, u: &Usage) -> Result<(), &'static str> {
         if !u.has_cost {
             return Err("usage without a cost object (usage.cost.total throws)");
         }
-        self.input += u.input;
-        self.output += u.output;
-        self.cache_read += u.cache_read;
-        self.cache_write += u.cache_write;
-        self.cost += u.cost_total;
+        self.input.add_assign(&u.operand(field::INPUT));
+        self.output.add_assign(&u.operand(field::OUTPUT));
+        self.cache_read.add_assign(&u.operand(field::CACHE_READ));
+        self.cache_write.add_assign(&u.operand(field::CACHE_WRITE));
+        self.cost.add_assign(&u.operand(field::COST_TOTAL));
         Ok(())
     }
 
+    /// `input + output + cacheRead + cacheWrite`, evaluated left to right as JavaScript does.
+    pub fn tokens(&self) -> JsVal {
+        self.input
+            .plus(&self.output)
+            .plus(&self.cache_read)
+            .plus(&self.cache_write)
+    }
+}
+
+impl Totals {
     /// Add a record (missing numbers as 0).
     pub fn add_record(&mut self, r: &UsageRecord) {
         self.input += r.input;
@@ -161,25 +183,25 @@ pub struct Stats {
     pub tool_calls: u64,
     pub tool_results: u64,
     pub total_messages: u64,
-    pub totals: Totals,
+    pub totals: PiTotals,
 }
 
 /// Per-source sums, as the oracle's `usageBySource` prints them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BySource {
-    pub assistant: Totals,
-    pub tool_result: Totals,
-    pub usage_entry: Totals,
-    pub compaction: Totals,
-    pub branch_summary: Totals,
+    pub assistant: PiTotals,
+    pub tool_result: PiTotals,
+    pub usage_entry: PiTotals,
+    pub compaction: PiTotals,
+    pub branch_summary: PiTotals,
 }
 
 /// One group of `getUsageCostBreakdown`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BreakdownRow {
     pub key: String,
-    pub cost: f64,
-    pub tokens: f64,
+    pub cost: JsVal,
+    pub tokens: JsVal,
 }
 
 /// Everything accounting computes for one session.
@@ -188,7 +210,7 @@ pub struct Accounting {
     pub stats: Stats,
     pub breakdown: Vec<BreakdownRow>,
     /// `String(kind)` → (count, totals), in first-seen order.
-    pub by_kind: Vec<(String, u64, Totals)>,
+    pub by_kind: Vec<(String, u64, PiTotals)>,
     pub by_source: BySource,
     pub records: Vec<UsageRecord>,
     /// Why Pi's code would throw computing these totals.
@@ -202,12 +224,12 @@ const TOOLS_KEY: &str = "Tools/summaries";
 pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
     let mut acc = Accounting::default();
     let mut group: HashMap<String, usize> = HashMap::new();
-    let mut groups: Vec<(String, Totals)> = Vec::new();
+    let mut groups: Vec<(String, PiTotals)> = Vec::new();
     let mut kinds: HashMap<String, usize> = HashMap::new();
     let mut err: Option<&'static str> = None;
-    let mut add_group = |key: String, u: &Usage, groups: &mut Vec<(String, Totals)>| {
+    let mut add_group = |key: String, u: &Usage, groups: &mut Vec<(String, PiTotals)>| {
         let idx = *group.entry(key.clone()).or_insert_with(|| {
-            groups.push((key, Totals::default()));
+            groups.push((key, PiTotals::default()));
             groups.len() - 1
         });
         // Errors were already recorded by the stats pass over the same usage.
@@ -223,7 +245,7 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                     add_checked(&mut acc.by_source.usage_entry, u, &mut err);
                     let k = js::js_string_of(&ue.kind).into_owned();
                     let ki = *kinds.entry(k.clone()).or_insert_with(|| {
-                        acc.by_kind.push((k, 0, Totals::default()));
+                        acc.by_kind.push((k, 0, PiTotals::default()));
                         acc.by_kind.len() - 1
                     });
                     acc.by_kind[ki].1 += 1;
@@ -325,18 +347,23 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
         .into_iter()
         .map(|(key, t)| BreakdownRow {
             key,
-            cost: t.cost,
             tokens: t.tokens(),
+            cost: t.cost,
         })
-        .filter(|r| r.cost > 0.0 || r.tokens > 0.0)
+        .filter(|r| r.cost.to_number() > 0.0 || r.tokens.to_number() > 0.0)
         .collect();
-    // Array#sort is stable; `b.cost - a.cost`, with NaN compared as equal.
-    breakdown.sort_by(|a, b| b.cost.partial_cmp(&a.cost).unwrap_or(std::cmp::Ordering::Equal));
+    // Array#sort is stable; `b.cost - a.cost` compares numbers, NaN as equal.
+    breakdown.sort_by(|a, b| {
+        b.cost
+            .to_number()
+            .partial_cmp(&a.cost.to_number())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     acc.breakdown = breakdown;
     acc
 }
 
-fn add_checked(t: &mut Totals, u: &Usage, err: &mut Option<&'static str>) {
+fn add_checked(t: &mut PiTotals, u: &Usage, err: &mut Option<&'static str>) {
     if let Err(e) = t.add(u) {
         err.get_or_insert(e);
     }
@@ -490,7 +517,7 @@ mod tests {
             ]
         );
         assert_eq!(a.stats.tool_calls, 1);
-        assert_eq!(a.stats.totals.input, 16.0);
+        assert_eq!(a.stats.totals.input, JsVal::Num(16.0));
         let keys: Vec<_> = a.breakdown.iter().map(|r| r.key.as_str()).collect();
         assert_eq!(keys, ["Tools/summaries", "openrouter/gpt-5", "anthropic/m"]);
         let r = &a.records[0];
@@ -507,7 +534,7 @@ mod tests {
         let a = account_of(&[&format!(
             r#"{{"type":"message","id":"a","parentId":null,"message":{{"role":"assistant","content":[],"usage":{{"input":10,"output":5,{COST}}}}}}}"#
         )]);
-        assert!(a.stats.totals.cache_read.is_nan());
+        assert!(a.stats.totals.cache_read.to_number().is_nan());
         let r = &a.records[0];
         assert_eq!(r.cache_read, 0.0);
         assert_eq!(r.missing & missing::CACHE_READ, missing::CACHE_READ);

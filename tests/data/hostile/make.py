@@ -3,7 +3,8 @@
 Lines that JSON.parse accepts and simd-json does not without help: nesting far beyond
 simd-json's default depth limit, number literals beyond the double range (Infinity for
 JSON.parse, in usage fields too), repeated keys inside tool-call arguments; and values whose
-`.length` Pi reads although they are not strings (an array has one, a number gives NaN).
+`.length` Pi reads although they are not strings (an array has one, a number gives NaN); and usage
+fields that are strings, objects or arrays, which turn Pi's sums into string concatenations.
 """
 import os
 
@@ -38,7 +39,33 @@ NAN_ASSISTANT = (
 )
 NAN_EDIT = '{"type":"context_edit","id":"e1","parentId":"a1","targetId":"none","replacement":null}'
 
+# Usage fields that are not numbers: Pi's `total += usage.x` follows JavaScript's `+`, so a
+# string (or an object, or an array) turns the sum into a string and later numbers append.
+ODD_USER = '{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"hello there"}}'
+ODD_A1 = (
+    '{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"assistant",'
+    '"content":[{"type":"text","text":"hi"}],"provider":"p","model":"m","usage":{"input":"100","output":5,"cacheRead":null,'
+    '"cacheWrite":true,"totalTokens":"106","cost":{"total":"0.5"}},"stopReason":"stop"}}'
+)
+ODD_A2 = (
+    '{"type":"message","id":"a2","parentId":"a1","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant",'
+    '"content":[{"type":"text","text":"again"}],"provider":"p","model":"m","usage":{"input":7,"output":{},"cacheRead":[1,2],'
+    '"cacheWrite":0,"cost":{"total":0.25}},"stopReason":"stop"}}'
+)
+ODD_WARM = (
+    '{"type":"usage","id":"w1","parentId":"a2","timestamp":"2026-01-01T00:00:03.000Z","kind":"cache_warm","provider":"p",'
+    '"model":"m","usage":{"input":0,"output":0,"cacheRead":"9","cacheWrite":0,"cost":{"total":0.1}}}'
+)
+ODD_U2 = '{"type":"message","id":"u2","parentId":"w1","timestamp":"2026-01-01T00:00:04.000Z","message":{"role":"user","content":"more"}}'
+ODD_A3 = (
+    '{"type":"message","id":"a3","parentId":"u2","timestamp":"2026-01-01T00:00:05.000Z","message":{"role":"assistant",'
+    '"content":[],"provider":"p","model":"m","usage":{"input":"40","output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":0,'
+    '"cost":{"total":0}},"stopReason":"stop"}}'
+)
+
 files = {
+    "06-usage-fields-that-are-strings-objects-arrays.jsonl": [H % 6, ODD_USER, ODD_A1, ODD_A2, ODD_WARM],
+    "07-estimate-from-string-usage.jsonl": [H % 7, ODD_USER, ODD_A1, ODD_A2, ODD_WARM, ODD_U2, ODD_A3, ODD_U2.replace('"u2"', '"u3"', 1).replace('"w1"', '"a3"')],
     "03-array-summary-and-nan-system-sections.jsonl": [H % 3, NAN_USER, NAN_SYSTEM, ARRAY_SUMMARY],
     "04-number-summary-gives-nan.jsonl": [H % 4, NAN_USER, NAN_SYSTEM, ARRAY_SUMMARY, NUMBER_SUMMARY],
     "05-nan-text-lengths-in-chars-over-four.jsonl": [H % 5, NAN_USER, NAN_SYSTEM, NAN_ASSISTANT, NAN_EDIT],
