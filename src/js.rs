@@ -32,8 +32,25 @@ pub enum Key {
     Num(u64),
     /// A string.
     Str(Box<str>),
-    /// An object or array: unique, equal to nothing else.
-    Unique(u32),
+    /// An object or array: unique, equal to nothing else (the value is kept for printing).
+    Unique(u32, Opaque),
+}
+
+/// A JSON value carried along for output only: every `Opaque` equals every other, so it
+/// never takes part in comparing or hashing the key that holds it.
+#[derive(Debug, Clone, Default)]
+pub struct Opaque(pub Box<serde_json::Value>);
+
+impl PartialEq for Opaque {
+    fn eq(&self, _: &Opaque) -> bool {
+        true
+    }
+}
+
+impl Eq for Opaque {}
+
+impl std::hash::Hash for Opaque {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 impl Key {
@@ -47,7 +64,7 @@ impl Key {
                 f != 0.0 && !f.is_nan()
             }
             Key::Str(s) => !s.is_empty(),
-            Key::Unique(_) => true,
+            Key::Unique(..) => true,
         }
     }
 
@@ -77,7 +94,7 @@ impl Key {
             Key::Bool(b) => serde_json::Value::Bool(*b),
             Key::Num(bits) => num_json(f64::from_bits(*bits)),
             Key::Str(s) => serde_json::Value::String(s.to_string()),
-            Key::Unique(_) => serde_json::Value::String("[object]".into()),
+            Key::Unique(_, v) => (*v.0).clone(),
         }
     }
 
@@ -89,7 +106,7 @@ impl Key {
             Key::Bool(b) => if *b { "true" } else { "false" }.into(),
             Key::Num(bits) => number_to_string(f64::from_bits(*bits)).into(),
             Key::Str(s) => Cow::Borrowed(s),
-            Key::Unique(_) => "[object Object]".into(),
+            Key::Unique(_, v) => js_string_of(&Some((*v.0).clone())).into_owned().into(),
         }
     }
 }
@@ -692,7 +709,7 @@ mod tests {
         assert_ne!(Key::num(5.0), Key::str("5"));
         assert!(!Key::str("").truthy());
         assert!(!Key::num(0.0).truthy());
-        assert!(Key::Unique(1).truthy());
+        assert!(Key::Unique(1, Opaque::default()).truthy());
         assert_eq!(Key::num(5.0).js_string(), "5");
     }
 

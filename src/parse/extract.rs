@@ -59,7 +59,7 @@ fn key_of(v: Option<V<'_, '_>>, ctx: &mut LineCtx) -> Key {
         n @ Node::Static(_) => Key::num(ctx.marks.node_num(&n).unwrap_or(f64::NAN)),
         Node::Array { .. } | Node::Object { .. } => {
             ctx.unique_base = ctx.unique_base.wrapping_add(1);
-            Key::Unique(ctx.unique_base)
+            Key::Unique(ctx.unique_base, js::Opaque(Box::new(js::to_json(v, ctx.marks))))
         }
     }
 }
