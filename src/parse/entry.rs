@@ -250,6 +250,8 @@ pub struct SystemInfo {
     pub tools_added: Vec<(Key, u64)>,
     /// `toolsRemoved`: tool names.
     pub tools_removed: Vec<Key>,
+    /// Replaying the tools would throw (`toolsAdded` not iterable, or a `null` tool).
+    pub tools_throw: bool,
     /// The message's `timestamp` field: absent, `null`, or a value.
     pub timestamp: Presence,
 }
@@ -274,7 +276,7 @@ pub struct Usage {
     pub cache_write_1h: f64,
     pub reasoning: f64,
     pub total_tokens: f64,
-    /// `cost` is an object (without it Pi's `usage.cost.total` throws).
+    /// `cost` is present and not `null` (else Pi's `usage.cost.total` throws).
     pub has_cost: bool,
     pub cost_input: f64,
     pub cost_output: f64,

@@ -236,8 +236,9 @@ pub fn usage_of(v: V<'_, '_>, marks: Marks) -> Option<Usage> {
         odd: None,
     };
     let mut cost_total = None;
+    // `usage.cost.total` throws only on `undefined` or `null`; `"".total` is just undefined.
+    u.has_cost = cost.is_some_and(|c| !is_null(c));
     if let Some(c) = cost.and_then(|c| c.as_object()) {
-        u.has_cost = true;
         for (k, val) in c.iter() {
             let f = js::js_add_operand(Some(val), marks);
             match k {
@@ -367,16 +368,19 @@ fn system_info(
         marks,
         unique_base: u32::MAX / 2,
     };
-    if let Some(arr) = tools_added.and_then(|t| t.as_array()) {
-        for tool in arr.iter() {
-            let name = key_of(tool.get("name"), &mut ctx);
-            info.tools_added.push((name, js::stringify_len(tool, marks)));
-        }
+    // getCurrentTools: `for (const tool of message.toolsAdded ?? [])`, keyed by `tool.name`.
+    for tool in js_iter(tools_added, &mut info.tools_throw) {
+        let (name, len) = match tool {
+            Iterated::Value(t) => (key_of(t.get("name"), &mut ctx), js::stringify_len(t, marks)),
+            Iterated::Char(c) => (Key::Undefined, js::stringify_str_len(c, marks)),
+        };
+        info.tools_added.push((name, len));
     }
-    if let Some(arr) = tools_removed.and_then(|t| t.as_array()) {
-        for tool in arr.iter() {
-            info.tools_removed.push(key_of(tool.get("name"), &mut ctx));
-        }
+    for tool in js_iter(tools_removed, &mut info.tools_throw) {
+        info.tools_removed.push(match tool {
+            Iterated::Value(t) => key_of(t.get("name"), &mut ctx),
+            Iterated::Char(_) => Key::Undefined,
+        });
     }
     info.timestamp = match timestamp {
         None => Presence::Absent,
@@ -385,6 +389,35 @@ fn system_info(
     };
     info.own_chars = chars;
     info
+}
+
+/// An item of a JavaScript `for…of` over a JSON value.
+enum Iterated<'t, 'i> {
+    Value(V<'t, 'i>),
+    /// One code point of a string, as a one-character string.
+    Char(&'i str),
+}
+
+/// `for (const x of v ?? [])`: an array's items, a string's code points, nothing for
+/// `null`/absent; anything else (and a `null` item, whose `.name` Pi reads) sets `throws`.
+fn js_iter<'t, 'i>(v: Option<V<'t, 'i>>, throws: &mut bool) -> Vec<Iterated<'t, 'i>> {
+    let Some(v) = v else { return Vec::new() };
+    match node(v) {
+        Node::Static(StaticNode::Null) => Vec::new(),
+        Node::String(s) => s
+            .char_indices()
+            .map(|(i, c)| Iterated::Char(&s[i..i + c.len_utf8()]))
+            .collect(),
+        Node::Array { .. } => {
+            let items: Vec<_> = v.as_array().map(|a| a.iter().collect()).unwrap_or_default();
+            *throws |= items.iter().any(|item| is_null(*item));
+            items.into_iter().map(Iterated::Value).collect()
+        }
+        _ => {
+            *throws = true;
+            Vec::new()
+        }
+    }
 }
 
 /// Turn one parsed line into an entry. `v` is the line's root value (already known truthy).

@@ -221,9 +221,9 @@ pub fn project(tree: &Tree, path: &Path) -> Projection {
                     continue;
                 }
                 Some(Replacement::Absent) => {
+                    // `replacement.content` is read only for messages whose content an edit
+                    // replaces; a compaction's or branch summary's messages pass untouched.
                     edit_kind = Some(EditKind::Replaced);
-                    proj.pi_error
-                        .get_or_insert("context_edit without replacement (replacement.content throws)");
                     None
                 }
                 Some(Replacement::Content(c)) => {
@@ -232,6 +232,12 @@ pub fn project(tree: &Tree, path: &Path) -> Projection {
                 }
             };
             push_entry_messages(tree, i, repl, &mut proj);
+            let editable =
+                |m: &ProjectedMessage| matches!(m.role, Role::User | Role::Assistant | Role::ToolResult | Role::Custom);
+            if matches!(edit, Some(Replacement::Absent)) && proj.messages[start..].iter().any(editable) {
+                proj.pi_error
+                    .get_or_insert("context_edit without replacement (replacement.content throws)");
+            }
         }
         let end = proj.messages.len();
         proj.entries.push(ProjectedEntry {
@@ -317,6 +323,9 @@ fn replayed_system_tokens(tree: &Tree, proj: &Projection) -> Option<f64> {
         let Some(r) = m.system else { continue };
         any = true;
         let info = system_info(tree, r)?;
+        if info.tools_throw {
+            return None;
+        }
         if timestamp != crate::parse::entry::Presence::Set {
             timestamp = info.timestamp;
         }

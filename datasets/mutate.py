@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Deterministic mutants of session files, for differential tests against the oracle.
+
+    python3 datasets/mutate.py --seed S --count N --out DIR SOURCE_DIR [SOURCE_DIR ...]
+
+Each mutant is a copy of a randomly chosen source file with one to four changes: a JSON
+value deleted, replaced by a value of another type (null, 0, "", [], {}, a number, a string,
+true, -3) or mutated deeper; a line deleted, duplicated, swapped or cut short; a byte
+replaced. Pi's reader and pisa must agree on every mutant. Mutants whose parent links loop
+above the leaf or above a compaction are dropped, because Pi's own walks never end there
+(the oracle would hang); pisa's cycle guard is tested elsewhere. Python standard library only.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+
+REPLACEMENTS = [None, 0, "", [], {}, 1.5, "x", True, -3]
+
+
+def mutate_value(rng, value):
+    if isinstance(value, dict) and value:
+        key = rng.choice(sorted(value))
+        r = rng.random()
+        if r < 0.25:
+            del value[key]
+        elif r < 0.4:
+            value[key] = rng.choice(REPLACEMENTS)
+        else:
+            mutate_value(rng, value[key])
+    elif isinstance(value, list) and value:
+        i = rng.randrange(len(value))
+        r = rng.random()
+        if r < 0.2:
+            del value[i]
+        elif r < 0.3:
+            value[i] = None
+        else:
+            mutate_value(rng, value[i])
+
+
+def mutate_lines(rng, lines):
+    for _ in range(rng.randint(1, 4)):
+        if len(lines) < 2:
+            break
+        i = rng.randrange(1, len(lines))
+        r = rng.random()
+        if r < 0.5:
+            try:
+                value = json.loads(lines[i])
+            except (ValueError, RecursionError):
+                continue
+            mutate_value(rng, value)
+            # Lone surrogates cannot be written raw: escape them as JSON.stringify does.
+            lines[i] = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "backslashreplace")
+        elif r < 0.6:
+            del lines[i]
+        elif r < 0.7:
+            lines.insert(i, lines[rng.randrange(1, len(lines))])
+        elif r < 0.8:
+            j = rng.randrange(1, len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif r < 0.9 and lines[i]:
+            b = bytearray(lines[i])
+            b[rng.randrange(len(b))] = rng.randrange(256)
+            lines[i] = bytes(b)
+        else:
+            lines[i] = lines[i][: rng.randrange(len(lines[i]) + 1)]
+
+
+def walks_forever(lines):
+    """Whether Pi's walk from the leaf or from a compaction would loop (ids as JSON values)."""
+    entries = []
+    for line in lines:
+        try:
+            value = json.loads(line.decode("utf-8", errors="replace"))
+        except (ValueError, RecursionError):
+            continue
+        if value and not (isinstance(value, dict) and value.get("type") == "session"):
+            entries.append(value)
+    key = lambda v: json.dumps(v, sort_keys=True)  # noqa: E731  (same JSON value, same key)
+    by_id = {}
+    for e in entries:
+        if isinstance(e, dict) and not isinstance(e.get("id"), (dict, list)):
+            by_id[key(e.get("id"))] = e
+    starts = [e for e in entries if isinstance(e, dict) and e.get("type") == "compaction"]
+    if entries and isinstance(entries[-1], dict):
+        starts.append(entries[-1])
+    for start in starts:
+        seen = set()
+        current = start
+        while isinstance(current, dict):
+            if id(current) in seen:
+                return True
+            seen.add(id(current))
+            parent = current.get("parentId")
+            if not parent or isinstance(parent, (dict, list)):
+                break
+            current = by_id.get(key(parent))
+    return False
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--count", type=int, required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("sources", nargs="+")
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    sources = sorted(
+        os.path.join(root, name)
+        for src in args.sources
+        for root, _, names in os.walk(src)
+        for name in names
+        if name.endswith(".jsonl")
+    )
+    shutil.rmtree(args.out, ignore_errors=True)
+    os.makedirs(args.out)
+    written = 0
+    for n in range(args.count):
+        with open(rng.choice(sources), "rb") as f:
+            lines = f.read().split(b"\n")
+        mutate_lines(rng, lines)
+        if walks_forever(lines):
+            continue
+        with open(os.path.join(args.out, f"m{n:04d}.jsonl"), "wb") as f:
+            f.write(b"\n".join(lines))
+        written += 1
+    print(f"wrote {written} mutants to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
