@@ -6,9 +6,10 @@
 Each mutant is a copy of a randomly chosen source file with one to four changes: a JSON
 value deleted, replaced by a value of another type (null, 0, "", [], {}, a number, a string,
 true, -3) or mutated deeper; a line deleted, duplicated, swapped or cut short; a byte
-replaced. Pi's reader and pisa must agree on every mutant. Mutants whose parent links loop
-above the leaf or above a compaction are dropped, because Pi's own walks never end there
-(the oracle would hang); pisa's cycle guard is tested elsewhere. Python standard library only.
+replaced. Pi's reader and pisa must agree on every mutant. Mutants on which one of Pi's walks
+never ends are dropped (parent links that loop above the leaf or a compaction, or entries
+without ids that make getTree's children graph cyclic): the oracle would hang there. pisa's
+own guards are tested elsewhere. Python standard library only.
 """
 import argparse
 import json
@@ -69,8 +70,13 @@ def mutate_lines(rng, lines):
             lines[i] = lines[i][: rng.randrange(len(lines[i]) + 1)]
 
 
+UNDEFINED = object()
+
+
 def walks_forever(lines):
-    """Whether Pi's walk from the leaf or from a compaction would loop (ids as JSON values)."""
+    """Whether one of Pi's walks would never end on this file: the parent walk from the leaf
+    or from a compaction (`getBranch`), or the child sort of `getTree`, which loops when
+    entries without ids make the children graph cyclic."""
     entries = []
     for line in lines:
         try:
@@ -79,11 +85,18 @@ def walks_forever(lines):
             continue
         if value and not (isinstance(value, dict) and value.get("type") == "session"):
             entries.append(value)
-    key = lambda v: json.dumps(v, sort_keys=True)  # noqa: E731  (same JSON value, same key)
+
+    def key(e, field):
+        if not isinstance(e, dict) or field not in e:
+            return UNDEFINED
+        v = e[field]
+        if isinstance(v, (dict, list)):
+            return ("unique", id(v))
+        return json.dumps(v)
+
     by_id = {}
     for e in entries:
-        if isinstance(e, dict) and not isinstance(e.get("id"), (dict, list)):
-            by_id[key(e.get("id"))] = e
+        by_id[key(e, "id")] = e
     starts = [e for e in entries if isinstance(e, dict) and e.get("type") == "compaction"]
     if entries and isinstance(entries[-1], dict):
         starts.append(entries[-1])
@@ -97,7 +110,34 @@ def walks_forever(lines):
             parent = current.get("parentId")
             if not parent or isinstance(parent, (dict, list)):
                 break
-            current = by_id.get(key(parent))
+            current = by_id.get(key(current, "parentId"))
+    # getTree: one node per id (the last entry wins), edges parent -> child, then a walk
+    # from the roots that sorts children; a cycle reachable from a root never ends.
+    children = {}
+    roots = []
+    for e in entries:
+        node, parent = key(e, "id"), key(e, "parentId")
+        if parent == "null" or parent == node:
+            roots.append(node)
+        elif parent in by_id:
+            children.setdefault(parent, []).append(node)
+        else:
+            roots.append(node)
+    state = {}
+    for root in roots:
+        stack = [(root, iter(children.get(root, [])))]
+        state[root] = "open"
+        while stack:
+            node, it = stack[-1]
+            child = next(it, None)
+            if child is None:
+                state[node] = "done"
+                stack.pop()
+            elif state.get(child) == "open":
+                return True
+            elif child not in state:
+                state[child] = "open"
+                stack.append((child, iter(children.get(child, []))))
     return False
 
 

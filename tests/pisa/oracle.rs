@@ -104,3 +104,29 @@ fn names_and_times_match_pis_own_session_list() {
         );
     }
 }
+
+#[test]
+fn mutated_files_agree_with_the_oracle() {
+    let data = repo().join("tests").join("data");
+    for seed in 1..=5 {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = dir.path().join("mutants");
+        let status = Command::new("python3")
+            .arg(repo().join("datasets").join("mutate.py"))
+            .args([
+                "--seed",
+                &seed.to_string(),
+                "--count",
+                "200",
+                "--out",
+                out.to_str().expect("utf-8"),
+            ])
+            .arg(repo().join("datasets").join("sample"))
+            .args([data.join("edge"), data.join("hostile"), data.join("pi-errors")])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("python3 is required to make mutants");
+        assert!(status.success(), "mutate.py failed for seed {seed}");
+        assert_agreement(&out, 150);
+    }
+}
