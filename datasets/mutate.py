@@ -3,10 +3,10 @@
 
     python3 datasets/mutate.py --seed S --count N --out DIR SOURCE_DIR [SOURCE_DIR ...]
 
-Each mutant is a copy of a randomly chosen source file with one to four changes: a JSON
-value deleted, replaced by a value of another type (null, 0, "", [], {}, a number, a string,
-true, -3) or mutated deeper; a line deleted, duplicated, swapped or cut short; a byte
-replaced. Pi's reader and pisa must agree on every mutant. Mutants on which one of Pi's walks
+Each mutant is a copy of a randomly chosen source file with one to four changes: a new
+parent, type, role, edit target, first-kept entry or id taken from the file; a JSON value
+deleted, replaced by a value of another type (null, 0, "", [], {}, a number, a string, true,
+-3) or mutated deeper; a line deleted, duplicated, swapped or cut short; a byte replaced. Pi's reader and pisa must agree on every mutant. Mutants on which one of Pi's walks
 never ends are dropped (parent links that loop above the leaf or a compaction, or entries
 without ids that make getTree's children graph cyclic): the oracle would hang there. pisa's
 own guards are tested elsewhere. Python standard library only.
@@ -41,13 +41,51 @@ def mutate_value(rng, value):
             mutate_value(rng, value[i])
 
 
+TYPES = ["message", "compaction", "branch_summary", "context_edit", "usage", "custom", "custom_message",
+         "label", "session_info", "model_change", "thinking_level_change", "session", "other"]
+ROLES = ["user", "assistant", "toolResult", "system", "custom", "bashExecution", "branchSummary",
+         "compactionSummary", "hookMessage", "other"]
+
+
+def rewire(rng, lines, i):
+    """Structural changes: a new parent, type, role or edit target taken from the file."""
+    try:
+        value = json.loads(lines[i])
+    except (ValueError, RecursionError):
+        return
+    if not isinstance(value, dict):
+        return
+    ids = []
+    for line in lines:
+        try:
+            other = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(other, dict) and "id" in other:
+            ids.append(other["id"])
+    r = rng.random()
+    if r < 0.35 and ids:
+        value["parentId"] = rng.choice(ids + [None])
+    elif r < 0.55:
+        value["type"] = rng.choice(TYPES)
+    elif r < 0.75 and isinstance(value.get("message"), dict):
+        value["message"]["role"] = rng.choice(ROLES)
+    elif r < 0.9 and ids:
+        value[rng.choice(["targetId", "firstKeptEntryId", "id"])] = rng.choice(ids)
+    else:
+        value.pop(rng.choice(["id", "parentId", "timestamp"]), None)
+    lines[i] = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
 def mutate_lines(rng, lines):
     for _ in range(rng.randint(1, 4)):
         if len(lines) < 2:
             break
         i = rng.randrange(1, len(lines))
         r = rng.random()
-        if r < 0.5:
+        if r < 0.25:
+            rewire(rng, lines, i)
+        elif r < 0.5:
             try:
                 value = json.loads(lines[i])
             except (ValueError, RecursionError):
