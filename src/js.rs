@@ -147,30 +147,39 @@ pub fn utf16_len(s: &str) -> u64 {
     n
 }
 
-/// Extra characters `JSON.stringify` adds for escapes in `s`: one for `"`, `\\` and the
-/// short control escapes, five for other control characters (`\u00XX`).
-fn escape_extra(s: &str) -> u64 {
+/// Extra characters `JSON.stringify` adds for the escapes of one byte: one for `"`, `\\`
+/// and the short control escapes, five for other control characters (`\u00XX`).
+#[inline]
+fn byte_escape_extra(b: u8) -> u64 {
+    match b {
+        b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 1,
+        0..=0x1f => 5,
+        _ => 0,
+    }
+}
+
+/// `JSON.stringify(s).length - 2` in one pass: UTF-16 units plus escape characters.
+fn stringified_content_len(s: &str) -> u64 {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
     let has_zero = |v: u64| v.wrapping_sub(LO) & !v & HI != 0;
     let (words, rest) = s.as_bytes().as_chunks::<8>();
-    let mut extra = 0u64;
-    let byte_extra = |b: u8| -> u64 {
-        match b {
-            b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 1,
-            0..=0x1f => 5,
-            _ => 0,
-        }
-    };
+    let mut n = 0u64;
     for w in words {
         let v = u64::from_le_bytes(*w);
-        // Bytes below 0x20 (bit 7 clear and below after subtracting 0x20), quotes, backslashes.
+        let continuation = v & !(v << 1) & HI;
+        let four_byte_leader = v & (v << 1) & (v << 2) & (v << 3) & HI;
+        n += 8 - u64::from(continuation.count_ones()) + u64::from(four_byte_leader.count_ones());
+        // Bytes below 0x20 (has-less-than trick), quotes or backslashes: count their escapes.
         let control = v.wrapping_sub(0x2020_2020_2020_2020) & !v & HI != 0;
         if control || has_zero(v ^ 0x2222_2222_2222_2222) || has_zero(v ^ 0x5c5c_5c5c_5c5c_5c5c) {
-            extra += w.iter().map(|&b| byte_extra(b)).sum::<u64>();
+            n += w.iter().map(|&b| byte_escape_extra(b)).sum::<u64>();
         }
     }
-    extra + rest.iter().map(|&b| byte_extra(b)).sum::<u64>()
+    for &b in rest {
+        n += u64::from((b as i8) >= -0x40) + u64::from(b >= 0xF0) + byte_escape_extra(b);
+    }
+    n
 }
 
 /// Whether `c` is removed by `String.prototype.trim` (WhiteSpace and LineTerminator).
@@ -247,7 +256,7 @@ impl Marks {
 
 /// `JSON.stringify(s).length` for a string whose content is `s`.
 pub fn stringify_str_len(s: &str, marks: Marks) -> u64 {
-    let mut n = 2 + utf16_len(s) + escape_extra(s);
+    let mut n = 2 + stringified_content_len(s);
     if marks.lone_surrogates {
         n += 5 * s.matches('\u{ffff}').count() as u64;
     }

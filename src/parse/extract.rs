@@ -164,15 +164,21 @@ pub fn content_chars(v: Option<V<'_, '_>>, marks: Marks) -> ContentChars {
                 }
                 match ty.and_then(as_str) {
                     Some("text") => {
-                        let len = js_len(text_v);
+                        // A string text (nearly always) is measured once for all three counts.
+                        let (len, joined) = match text_v.map(node) {
+                            Some(Node::String(s)) => {
+                                let n = utf16_len(s);
+                                (Some(n as f64), Some(n))
+                            }
+                            _ => (js_len(text_v), text_v.map_or(Some(0), |tv| js_join_len(tv, marks, 0))),
+                        };
                         // estimateTextAndImageContentChars: `block.text &&` guards the length.
                         if text_v.is_some_and(truthy) {
                             content = content.zip(len).map(|(a, b)| a + b);
                         }
                         assistant = assistant.zip(len).map(|(a, b)| a + b);
                         // contentText joins `block.text` (undefined/null print as "").
-                        let t = text_v.map_or(Some(0), |tv| js_join_len(tv, marks, 0));
-                        text = text.zip(t).map(|(a, b)| a + b);
+                        text = text.zip(joined).map(|(a, b)| a + b);
                         text_blocks += 1;
                     }
                     Some("image") => content = content.map(|c| c + 4800.0),
