@@ -129,22 +129,33 @@ pub fn number_to_string(f: f64) -> String {
 /// Length in UTF-16 code units (`String#length`) of valid UTF-8 text.
 #[inline]
 pub fn utf16_len(s: &str) -> u64 {
-    // Every byte that is not a continuation byte (0b10xxxxxx) starts one scalar value, and
-    // four-byte sequences (leaders >= 0xF0) need a surrogate pair: one unit more. Eight
-    // bytes at a time: bit 7 of each byte of the masks below marks the byte's class.
-    const HI: u64 = 0x8080_8080_8080_8080;
+    // Every byte that is not a continuation byte starts one scalar value, and four-byte
+    // sequences (leaders >= 0xF0) need a surrogate pair: one unit more. Eight bytes at a time.
     let (words, rest) = s.as_bytes().as_chunks::<8>();
     let mut n = 0u64;
     for w in words {
-        let w = u64::from_le_bytes(*w);
-        let continuation = w & !(w << 1) & HI;
-        let four_byte_leader = w & (w << 1) & (w << 2) & (w << 3) & HI;
-        n += 8 - u64::from(continuation.count_ones()) + u64::from(four_byte_leader.count_ones());
+        n += word_utf16_units(u64::from_le_bytes(*w));
     }
     for &b in rest {
-        n += u64::from((b as i8) >= -0x40) + u64::from(b >= 0xF0);
+        n += byte_utf16_units(b);
     }
     n
+}
+
+/// UTF-16 units that eight bytes of UTF-8 start: bit 7 of each byte of the masks below marks
+/// a continuation byte (0b10xxxxxx, starts nothing) or a four-byte leader (two units).
+#[inline]
+fn word_utf16_units(v: u64) -> u64 {
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let continuation = v & !(v << 1) & HI;
+    let four_byte_leader = v & (v << 1) & (v << 2) & (v << 3) & HI;
+    8 - u64::from(continuation.count_ones()) + u64::from(four_byte_leader.count_ones())
+}
+
+/// UTF-16 units that one byte of UTF-8 starts.
+#[inline]
+fn byte_utf16_units(b: u8) -> u64 {
+    u64::from((b as i8) >= -0x40) + u64::from(b >= 0xF0)
 }
 
 /// Extra characters `JSON.stringify` adds for the escapes of one byte: one for `"`, `\\`
@@ -167,9 +178,7 @@ fn stringified_content_len(s: &str) -> u64 {
     let mut n = 0u64;
     for w in words {
         let v = u64::from_le_bytes(*w);
-        let continuation = v & !(v << 1) & HI;
-        let four_byte_leader = v & (v << 1) & (v << 2) & (v << 3) & HI;
-        n += 8 - u64::from(continuation.count_ones()) + u64::from(four_byte_leader.count_ones());
+        n += word_utf16_units(v);
         // Bytes below 0x20 (has-less-than trick), quotes or backslashes: count their escapes.
         let control = v.wrapping_sub(0x2020_2020_2020_2020) & !v & HI != 0;
         if control || has_zero(v ^ 0x2222_2222_2222_2222) || has_zero(v ^ 0x5c5c_5c5c_5c5c_5c5c) {
@@ -177,7 +186,7 @@ fn stringified_content_len(s: &str) -> u64 {
         }
     }
     for &b in rest {
-        n += u64::from((b as i8) >= -0x40) + u64::from(b >= 0xF0) + byte_escape_extra(b);
+        n += byte_utf16_units(b) + byte_escape_extra(b);
     }
     n
 }

@@ -55,22 +55,7 @@ fn valid_but_hostile_lines_agree_with_the_oracle() {
 
 /// Pi's own session list (`SessionManager.listAll`, what `/resume` shows) for a folder.
 fn pi_session_list(dir: &std::path::Path) -> Vec<serde_json::Value> {
-    crate::support::oracle(&shared().join("fixtures")); // installs Pi's package once
-    let out = Command::new("node")
-        .arg(repo().join("tests").join("pisa").join("pi_list.mjs"))
-        .arg(dir)
-        .output()
-        .expect("run pi_list.mjs");
-    assert!(
-        out.status.success(),
-        "pi_list.mjs failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    crate::support::node_lines(&repo().join("tests").join("pisa").join("pi_list.mjs"), dir)
 }
 
 #[test]

@@ -38,11 +38,10 @@ pub fn pisa_json(dir: &Path) -> Value {
         .unwrap_or_else(|e| panic!("pisa printed invalid JSON ({e}): {}", &out[..out.len().min(500)]))
 }
 
-/// Install the oracle once per test run (its setup script is idempotent).
-fn oracle_ready() -> &'static PathBuf {
-    static READY: OnceLock<PathBuf> = OnceLock::new();
+/// Install Pi's package once per test run (the oracle's setup script is idempotent).
+pub fn pi_installed() {
+    static READY: OnceLock<()> = OnceLock::new();
     READY.get_or_init(|| {
-        let dir = shared().join("oracle");
         assert!(
             Command::new("node")
                 .arg("--version")
@@ -51,33 +50,34 @@ fn oracle_ready() -> &'static PathBuf {
             "Node.js is required for the oracle agreement tests (install Node >= 20); they never skip"
         );
         let status = Command::new("bash")
-            .arg(dir.join("setup.sh"))
+            .arg(shared().join("oracle").join("setup.sh"))
             .stdout(std::process::Stdio::null())
             .status()
             .expect("run oracle setup.sh");
         assert!(status.success(), "oracle setup.sh failed");
-        dir.join("oracle.mjs")
-    })
+    });
+}
+
+/// Run a Node script that prints one JSON object per line, with Pi's package installed.
+pub fn node_lines(script: &Path, arg: &Path) -> Vec<Value> {
+    pi_installed();
+    let out = Command::new("node").arg(script).arg(arg).output().expect("run node");
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("output is UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
 }
 
 /// Run the oracle over a directory: one record per file.
 pub fn oracle(dir: &Path) -> Vec<Value> {
-    let script = oracle_ready();
-    let out = Command::new("node")
-        .arg(script)
-        .arg(dir)
-        .output()
-        .expect("run the oracle");
-    assert!(
-        out.status.success(),
-        "oracle failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("oracle output is UTF-8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("oracle line is JSON"))
-        .collect()
+    node_lines(&shared().join("oracle").join("oracle.mjs"), dir)
 }
 
 /// Differences between an oracle value and pisa's (every oracle key must match).
