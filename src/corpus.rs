@@ -44,11 +44,9 @@ pub struct SessionSummary {
 /// The figures a terminal table row shows.
 #[derive(Debug, Clone, Default)]
 pub struct Row {
-    pub project: String,
+    /// Project, times and models, as in the JSON object.
+    pub overview: rjson::Overview,
     pub name: Option<String>,
-    pub started: Option<String>,
-    pub last_activity: Option<String>,
-    pub models: Vec<String>,
     pub messages: u64,
     /// Pi's totals (copied fork history included).
     pub totals: Totals,
@@ -199,11 +197,8 @@ fn analyze_one_unguarded(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
                 totals.merge(&c.totals);
             }
             let row = Row {
-                project: ov.project,
+                overview: ov,
                 name: a.name.clone(),
-                started: ov.started,
-                last_activity: ov.last_activity,
-                models: ov.models,
                 messages: a.accounting.stats.total_messages,
                 totals,
                 own: Totals::default(),

@@ -34,8 +34,9 @@ pub fn sessions(out: &mut impl Write, corpus: &Corpus, terminal: bool) -> std::i
     let mut order: Vec<&crate::corpus::SessionSummary> = corpus.sessions.iter().collect();
     order.sort_by(|a, b| {
         a.row
+            .overview
             .last_activity
-            .cmp(&b.row.last_activity)
+            .cmp(&b.row.overview.last_activity)
             .then_with(|| a.rel.cmp(&b.rel))
     });
     for s in order {
@@ -47,11 +48,11 @@ pub fn sessions(out: &mut impl Write, corpus: &Corpus, terminal: bool) -> std::i
             usd(r.totals.cost)
         };
         table.add_row(vec![
-            Cell::new(terminal_safe(&r.project)),
+            Cell::new(terminal_safe(&r.overview.project)),
             Cell::new(terminal_safe(r.name.as_deref().unwrap_or(""))),
-            Cell::new(minute(r.started.as_deref())),
-            Cell::new(minute(r.last_activity.as_deref())),
-            Cell::new(terminal_safe(&r.models.join(", "))),
+            Cell::new(minute(r.overview.started.as_deref())),
+            Cell::new(minute(r.overview.last_activity.as_deref())),
+            Cell::new(terminal_safe(&r.overview.models.join(", "))),
             Cell::new(r.messages).set_alignment(CellAlignment::Right),
             Cell::new(tokens(r.totals.tokens())).set_alignment(CellAlignment::Right),
             Cell::new(cost).set_alignment(CellAlignment::Right),
