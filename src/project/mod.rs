@@ -7,7 +7,7 @@
 use hashbrown::{HashMap, HashSet};
 
 use crate::js::{JsVal, Jv, Key};
-use crate::parse::entry::{Body, ContentChars, EntryType, Message, Replacement, Role, SystemInfo};
+use crate::parse::entry::{Body, ContentChars, EntryType, Message, Presence, Replacement, Role};
 use crate::tree::{Path, Tree};
 
 /// Where a projected system message's data lives.
@@ -17,6 +17,15 @@ pub enum SysRef {
     Entry(u32),
     /// The `systemMessage` of a compaction entry.
     Compaction(u32),
+}
+
+impl SysRef {
+    /// The entry holding the message.
+    fn entry(self) -> u32 {
+        match self {
+            SysRef::Entry(i) | SysRef::Compaction(i) => i,
+        }
+    }
 }
 
 /// One message of the projection.
@@ -297,16 +306,12 @@ fn push_entry_messages(tree: &Tree, i: u32, repl: Option<&ContentChars>, proj: &
     }
 }
 
-fn system_info(tree: &Tree, r: SysRef) -> Option<&SystemInfo> {
-    match r {
-        SysRef::Entry(i) => match &tree.entries[i as usize].body {
-            Body::Message(m) => m.system.as_deref(),
-            _ => None,
-        },
-        SysRef::Compaction(i) => match &tree.entries[i as usize].body {
-            Body::Compaction(c) => c.system_message.as_ref().and_then(|m| m.system.as_deref()),
-            _ => None,
-        },
+/// The message a projected system message comes from.
+fn system_message(tree: &Tree, r: SysRef) -> Option<&Message> {
+    match (r, &tree.entries[r.entry() as usize].body) {
+        (SysRef::Entry(_), Body::Message(m)) => Some(m),
+        (SysRef::Compaction(_), Body::Compaction(c)) => c.system_message.as_deref(),
+        _ => None,
     }
 }
 
@@ -317,28 +322,24 @@ fn replayed_system_tokens(tree: &Tree, proj: &Projection) -> Option<f64> {
     let mut sections: HashMap<&str, Option<f64>> = HashMap::new();
     let mut tools: HashMap<&Key, u64> = HashMap::new();
     // `timestamp ??= message.timestamp`: the first non-nullish one sticks.
-    let mut timestamp = crate::parse::entry::Presence::Absent;
+    let mut timestamp = Presence::Absent;
     let mut any = false;
     for m in &proj.messages {
         let Some(r) = m.system else { continue };
         any = true;
-        let info = system_info(tree, r)?;
+        let msg = system_message(tree, r)?;
+        let info = msg.system.as_deref()?;
         if info.tools_throw {
             return None;
         }
-        if timestamp != crate::parse::entry::Presence::Set {
+        if timestamp != Presence::Set {
             timestamp = info.timestamp;
         }
+        // A message entry's null system content was normalised to ""; a compaction's
+        // `systemMessage` was not (contentText then throws).
         let text = match r {
-            SysRef::Entry(i) => match &tree.entries[i as usize].body {
-                Body::Message(msg) if msg.content.nullish => Some(0),
-                Body::Message(msg) => msg.content.text_len,
-                _ => None,
-            },
-            SysRef::Compaction(i) => match &tree.entries[i as usize].body {
-                Body::Compaction(c) => c.system_message.as_ref().and_then(|msg| msg.content.text_len),
-                _ => None,
-            },
+            SysRef::Entry(_) if msg.content.nullish => Some(0),
+            _ => msg.content.text_len,
         }?;
         if text > 0 {
             content_parts += 1;
@@ -361,7 +362,7 @@ fn replayed_system_tokens(tree: &Tree, proj: &Projection) -> Option<f64> {
             tools.insert(name, *len);
         }
     }
-    if !any || (timestamp == crate::parse::entry::Presence::Absent && tools.is_empty()) {
+    if !any || (timestamp == Presence::Absent && tools.is_empty()) {
         return Some(0.0);
     }
     let mut chars = (content_len + 2 * content_parts.saturating_sub(1)) as f64;

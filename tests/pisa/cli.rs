@@ -9,6 +9,16 @@ const HEADER: &str =
 const USER: &str = r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2026-05-01T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1777629601000}}"#;
 const ASSISTANT: &str = r#"{"type":"message","id":"a2","parentId":"a1","timestamp":"2026-05-01T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":100,"output":20,"cacheRead":0,"cacheWrite":0,"totalTokens":120,"cost":{"input":0.0003,"output":0.0003,"cacheRead":0,"cacheWrite":0,"total":0.0006}},"stopReason":"stop","timestamp":1777629602000}}"#;
 
+/// The session object of a `sessions --json` document that matches `pred`.
+fn session_where(doc: &serde_json::Value, pred: impl Fn(&serde_json::Value) -> bool) -> &serde_json::Value {
+    doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| pred(s))
+        .expect("a matching session")
+}
+
 fn session_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let sub = dir.path().join("--home-u-proj--");
@@ -49,12 +59,7 @@ fn rejected_and_damaged_files_are_listed_with_reason_and_exit_two() {
     assert_eq!(doc["totals"]["rejectedFiles"], 2);
     assert_eq!(doc["totals"]["damagedFiles"], 1);
     // The damage did not cost the good file its figures.
-    let good = doc["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["path"].as_str().unwrap().ends_with("s-1.jsonl"))
-        .unwrap();
+    let good = session_where(&doc, |s| s["path"].as_str().unwrap().ends_with("s-1.jsonl"));
     assert_eq!(good["stats"]["tokens"]["total"], 120);
     let (code, _, err) = pisa(&["sessions", "--quiet", dir.path().to_str().unwrap()]);
     assert_eq!(code, 2);
@@ -88,12 +93,7 @@ fn forked_history_is_counted_once_across_sessions() {
     assert_eq!(doc["totals"]["total"], 120);
     assert_eq!(doc["totals"]["naiveTotal"], 240);
     assert_eq!(doc["totals"]["inheritedCalls"], 1);
-    let fork = doc["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["sessionId"] == "s-2")
-        .unwrap();
+    let fork = session_where(&doc, |s| s["sessionId"] == "s-2");
     assert_eq!(
         fork["stats"]["tokens"]["total"], 120,
         "Pi's per-session totals keep the copy"
