@@ -115,3 +115,12 @@ fn mutated_files_agree_with_the_oracle() {
         assert_agreement(&out, 150);
     }
 }
+
+/// Agreement on any directory, for corpora too large for the routine suite:
+/// `PISA_AGREE_DIR=/tmp/corpus cargo test --release agreement_on_a_directory -- --ignored`.
+#[test]
+#[ignore = "run by hand on a directory named in PISA_AGREE_DIR"]
+fn agreement_on_a_directory_named_in_the_environment() {
+    let dir = std::env::var_os("PISA_AGREE_DIR").expect("set PISA_AGREE_DIR to a session directory");
+    assert_agreement(std::path::Path::new(&dir), 1);
+}
