@@ -83,7 +83,11 @@ fn bench(c: &mut Criterion) {
         let mut g = c.benchmark_group("corpus");
         g.throughput(Throughput::Bytes(bytes)).sample_size(10);
         g.bench_function(format!("sessions-{mb}MB"), |b| {
-            b.iter(|| pisa::corpus::analyze_files(&found.files, None).sessions.len())
+            b.iter(|| {
+                pisa::corpus::analyze_files(&found.files, pisa::corpus::Keep::default(), None)
+                    .sessions
+                    .len()
+            })
         });
         g.finish();
     }

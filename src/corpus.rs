@@ -24,6 +24,42 @@ use crate::usage::Totals;
 pub struct BilledCall {
     pub identity: u128,
     pub totals: Totals,
+    /// An earlier session holds the same call (set by [`Corpus::finish`]).
+    pub inherited: bool,
+}
+
+/// What to keep of each session beyond its summary and billed-call identities.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Keep {
+    /// Every usage record and one row per compaction, for the frames.
+    pub rows: bool,
+}
+
+/// One compaction entry: SPEC §5's effect, with what the frames need to place it.
+#[derive(Debug, Clone)]
+pub struct CompactionRow {
+    pub entry_index: u32,
+    pub entry_id: Option<String>,
+    pub timestamp: Option<Box<str>>,
+    pub on_active_path: bool,
+    pub tokens_before: Option<f64>,
+    pub estimated_tokens_after: Option<f64>,
+    pub entries_summarized: Option<u64>,
+    pub entries_kept: Option<u64>,
+    pub path_length: Option<u64>,
+    pub retains_none: bool,
+    pub has_system_message: bool,
+    pub first_kept_entry_id: Option<String>,
+    /// `input + output + cacheRead + cacheWrite` of its own usage, when it has one.
+    pub usage_tokens: Option<f64>,
+    pub usage_cost: Option<f64>,
+    /// The model of the latest assistant answer before it in the file: the model that
+    /// wrote the summary when the compaction carries no usage of its own.
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub identity: u128,
+    /// An earlier session holds the same compaction (a fork's copy).
+    pub inherited: bool,
 }
 
 /// What survives of one accepted session after its worker is done.
@@ -34,6 +70,10 @@ pub struct SessionSummary {
     /// The `sessions --json` object (corpus keys added by [`Corpus::finish`]).
     pub json: Map<String, Value>,
     pub calls: Vec<BilledCall>,
+    /// Every usage record, in the order of `calls` (only with [`Keep::rows`]).
+    pub records: Vec<crate::usage::UsageRecord>,
+    /// One row per compaction entry, in file order (only with [`Keep::rows`]).
+    pub compactions: Vec<CompactionRow>,
     /// Header timestamp (Unix ms), for choosing the owner of copied history.
     pub started_ms: Option<f64>,
     pub damaged: bool,
@@ -97,9 +137,9 @@ impl Corpus {
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 
 /// Scan roots and analyse every session file.
-pub fn scan(roots: &[PathBuf], progress: Option<Progress<'_>>) -> Corpus {
+pub fn scan(roots: &[PathBuf], keep: Keep, progress: Option<Progress<'_>>) -> Corpus {
     let found = scan::discover(roots);
-    let mut corpus = analyze_files(&found.files, progress);
+    let mut corpus = analyze_files(&found.files, keep, progress);
     corpus.issues.extend(found.issues);
     corpus
 }
@@ -110,12 +150,12 @@ enum Outcome {
 }
 
 /// Analyse the given files (largest first is best) in parallel.
-pub fn analyze_files(files: &[FoundFile], progress: Option<Progress<'_>>) -> Corpus {
+pub fn analyze_files(files: &[FoundFile], keep: Keep, progress: Option<Progress<'_>>) -> Corpus {
     let bytes = AtomicU64::new(0);
     let outcomes: Vec<Outcome> = files
         .par_iter()
         .map_init(Scratch::default, |scratch, f| {
-            let out = analyze_one(f, scratch);
+            let out = analyze_one(f, keep, scratch);
             bytes.fetch_add(f.size, Ordering::Relaxed);
             if let Some(p) = progress {
                 p(f.size);
@@ -138,8 +178,8 @@ pub fn analyze_files(files: &[FoundFile], progress: Option<Progress<'_>>) -> Cor
 }
 
 /// Analyse one file; a panic (a bug in pisa) costs only this file, which is reported.
-fn analyze_one(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_one_unguarded(f, scratch))) {
+fn analyze_one(f: &FoundFile, keep: Keep, scratch: &mut Scratch) -> Outcome {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_one_unguarded(f, keep, scratch))) {
         Ok(outcome) => outcome,
         Err(payload) => {
             // The scratch buffers may hold anything now: start them afresh.
@@ -160,7 +200,7 @@ fn analyze_one(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
     }
 }
 
-fn analyze_one_unguarded(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
+fn analyze_one_unguarded(f: &FoundFile, keep: Keep, scratch: &mut Scratch) -> Outcome {
     let data = match scan::source::load(&f.path) {
         Ok(d) => d,
         Err(e) => {
@@ -190,6 +230,7 @@ fn analyze_one_unguarded(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
                 .map(|r| BilledCall {
                     identity: r.identity,
                     totals: record_totals(r),
+                    inherited: false,
                 })
                 .collect();
             let mut totals = Totals::default();
@@ -209,16 +250,91 @@ fn analyze_one_unguarded(f: &FoundFile, scratch: &mut Scratch) -> Outcome {
                 },
                 compactions: a.compactions.total,
             };
+            let (records, compactions) = if keep.rows {
+                (a.accounting.records.clone(), compaction_rows(&a))
+            } else {
+                (Vec::new(), Vec::new())
+            };
             Outcome::Session(Box::new(SessionSummary {
                 rel: f.rel.clone(),
                 path: f.path.clone(),
                 json,
                 calls,
+                records,
+                compactions,
                 started_ms: a.started_ms,
                 damaged: a.is_damaged(),
                 row,
             }))
         }
+    }
+}
+
+/// One [`CompactionRow`] per compaction entry of a session.
+fn compaction_rows(a: &crate::analyze::SessionAnalysis) -> Vec<CompactionRow> {
+    use crate::parse::entry::Body;
+    use crate::usage::Source;
+    let t = &a.tree;
+    let records = &a.accounting.records;
+    a.effects
+        .iter()
+        .map(|eff| {
+            let e = &t.entries[eff.entry as usize];
+            let Body::Compaction(c) = &e.body else {
+                unreachable!("effects are compactions")
+            };
+            let own = records
+                .iter()
+                .find(|r| r.source == Source::Compaction && r.entry == eff.entry);
+            let answer = records
+                .iter()
+                .rev()
+                .find(|r| r.source == Source::Assistant && r.entry < eff.entry);
+            let tokens_before = c.tokens_before.as_ref().and_then(serde_json::Value::as_f64);
+            let summary_chars = c.summary_chars;
+            let mut h = std::hash::DefaultHasher::new();
+            std::hash::Hash::hash(&(e.timestamp.as_deref(), tokens_before.map(f64::to_bits)), &mut h);
+            std::hash::Hash::hash(&summary_chars.map(f64::to_bits), &mut h);
+            let identity = u128::from(std::hash::Hasher::finish(&h));
+            CompactionRow {
+                entry_index: eff.entry,
+                entry_id: json_text(&t.id_json(eff.entry)),
+                timestamp: e.timestamp.clone(),
+                on_active_path: eff.on_active_path,
+                tokens_before,
+                estimated_tokens_after: eff
+                    .estimated_tokens_after
+                    .as_ref()
+                    .filter(|x| !x.unknown)
+                    .map(|x| x.tokens.to_number())
+                    .filter(|x| x.is_finite()),
+                entries_summarized: eff.entries_summarized,
+                entries_kept: eff.entries_kept,
+                path_length: eff.path_length,
+                retains_none: e.id.truthy() && c.first_kept == e.id,
+                has_system_message: c.system_message.is_some(),
+                first_kept_entry_id: json_text(&t.ref_json(&c.first_kept)),
+                usage_tokens: own.map(crate::usage::UsageRecord::tokens),
+                usage_cost: own.map(|r| r.cost_total),
+                provider: own
+                    .and_then(|r| r.provider.clone())
+                    .or_else(|| answer.and_then(|r| r.provider.clone())),
+                model: own
+                    .and_then(|r| r.model.clone())
+                    .or_else(|| answer.and_then(|r| r.response_model.clone().or_else(|| r.model.clone()))),
+                identity,
+                inherited: false,
+            }
+        })
+        .collect()
+}
+
+/// A JSON id as text: strings as they are, `null` as none, anything else as JSON.
+fn json_text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
     }
 }
 
@@ -242,18 +358,27 @@ impl Corpus {
             ta.total_cmp(&tb).then_with(|| js::cmp_utf16(&sa.rel, &sb.rel))
         });
         let mut seen: HashSet<u128> = HashSet::new();
+        let mut seen_compactions: HashSet<u128> = HashSet::new();
         for &i in &order {
             let s = &mut self.sessions[i];
             let mut own = Totals::default();
             let mut inherited = 0u64;
-            for c in &s.calls {
-                if seen.contains(&c.identity) {
+            for c in &mut s.calls {
+                c.inherited = seen.contains(&c.identity);
+                if c.inherited {
                     inherited += 1;
                 } else {
                     own.merge(&c.totals);
                 }
             }
             seen.extend(s.calls.iter().map(|c| c.identity));
+            for (r, c) in s.records.iter_mut().zip(&s.calls) {
+                r.inherited = c.inherited;
+            }
+            for c in &mut s.compactions {
+                c.inherited = seen_compactions.contains(&c.identity);
+            }
+            seen_compactions.extend(s.compactions.iter().map(|c| c.identity));
             s.row.own = own;
             self.totals.merge(&own);
             self.naive_totals.merge(&s.row.totals);

@@ -13,6 +13,8 @@ pub mod analyze;
 pub mod cli;
 pub mod corpus;
 pub mod error;
+pub mod export;
+pub mod frame;
 pub mod js;
 pub mod parse;
 pub mod project;
