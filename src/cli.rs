@@ -22,6 +22,116 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// One session in depth: projection by role, usage groups, compactions, damage.
     Inspect(InspectArgs),
+    /// Usage by day (in --timezone), each billed call counted once.
+    Daily(ReportArgs),
+    /// Usage by week (weeks start on Monday).
+    Weekly(ReportArgs),
+    /// Usage by month.
+    Monthly(ReportArgs),
+    /// Usage by session (the calls each session owns; fork copies belong to the original).
+    Session(ReportArgs),
+    /// Usage by model (`provider/model` that answered; tool results and summaries together).
+    Model(ReportArgs),
+    /// Usage by project (the session's working directory).
+    Project(ReportArgs),
+    /// Usage by kind of record: assistant, tool, compaction, branch_summary, usage:<kind>.
+    Kind(ReportArgs),
+    /// The effect of every compaction, and per session and per model.
+    Compactions(ReportArgs),
+    /// Write the usage, sessions, compactions and files frames (Parquet by default).
+    Export(ExportArgs),
+    /// Run SQL over the frames: tables usage, sessions, compactions, files.
+    Query(QueryArgs),
+}
+
+/// Which sessions to read (shared by the analytics commands).
+#[derive(Debug, clap::Args)]
+pub struct Input {
+    /// Session folders or files (default: $PI_CODING_AGENT_SESSION_DIR, else ~/.pi/agent/sessions).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Do not list rejected or unreadable files on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Never draw a progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// Arguments of the usage reports.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub input: Input,
+    /// First day to include, in --timezone (YYYY-MM-DD or YYYYMMDD).
+    #[arg(long, value_parser = parse_day)]
+    pub since: Option<jiff::civil::Date>,
+    /// Last day to include, in --timezone (YYYY-MM-DD or YYYYMMDD).
+    #[arg(long, value_parser = parse_day)]
+    pub until: Option<jiff::civil::Date>,
+    /// IANA time zone for days, weeks and months (default: the system's).
+    #[arg(long, short = 'z', env = "PISA_TIMEZONE")]
+    pub timezone: Option<String>,
+    /// Only projects whose path contains this text (case-insensitive).
+    #[arg(long)]
+    pub project: Option<String>,
+    /// Only models whose `provider/model` contains this text (case-insensitive).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Split each row by model.
+    #[arg(long, short)]
+    pub breakdown: bool,
+    /// Row order (default: oldest first for time reports, most expensive first otherwise).
+    #[arg(long, value_enum)]
+    pub order: Option<crate::report::rollup::Order>,
+    /// Print JSON.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV.
+    #[arg(long)]
+    pub csv: bool,
+}
+
+/// Arguments of `pisa export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub input: Input,
+    /// Folder to write into (created if missing).
+    #[arg(long, short)]
+    pub out: PathBuf,
+    /// File format.
+    #[arg(long, value_enum, default_value = "parquet")]
+    pub format: crate::export::Format,
+    /// Split usage and compactions into hive partitions.
+    #[arg(long, value_enum, default_value = "none")]
+    pub partition: crate::export::Partition,
+}
+
+/// Arguments of `pisa query`.
+#[derive(Debug, clap::Args)]
+pub struct QueryArgs {
+    /// The SQL query (Polars SQL), e.g. 'SELECT model, sum(cost) FROM usage GROUP BY 1'.
+    pub sql: String,
+    #[command(flatten)]
+    pub input: Input,
+    /// Print JSON (an array of row objects).
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV.
+    #[arg(long)]
+    pub csv: bool,
+}
+
+/// `YYYY-MM-DD` or `YYYYMMDD`.
+pub fn parse_day(s: &str) -> Result<jiff::civil::Date, String> {
+    let iso = if s.len() == 8 && s.bytes().all(|b| b.is_ascii_digit()) {
+        format!("{}-{}-{}", &s[..4], &s[4..6], &s[6..])
+    } else {
+        s.to_string()
+    };
+    iso.parse()
+        .map_err(|_| format!("`{s}` is not a date: use YYYY-MM-DD or YYYYMMDD"))
 }
 
 /// Arguments of `pisa sessions`.

@@ -9,9 +9,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use pisa::cli::{Cli, Command, InspectArgs, SessionsArgs};
+use pisa::cli::{Cli, Command, ExportArgs, Input, InspectArgs, QueryArgs, ReportArgs, SessionsArgs};
+use pisa::corpus::Keep;
 use pisa::corpus::{self, Corpus};
+use pisa::frame::Frames;
 use pisa::report;
+use pisa::report::rollup::{self, Group};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -36,6 +39,16 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sessions(args) => sessions(args),
         Command::Inspect(args) => inspect(args),
+        Command::Daily(a) => rollup(a, Group::Daily),
+        Command::Weekly(a) => rollup(a, Group::Weekly),
+        Command::Monthly(a) => rollup(a, Group::Monthly),
+        Command::Session(a) => rollup(a, Group::Session),
+        Command::Model(a) => rollup(a, Group::Model),
+        Command::Project(a) => rollup(a, Group::Project),
+        Command::Kind(a) => rollup(a, Group::Kind),
+        Command::Compactions(a) => compactions(a),
+        Command::Export(a) => export(a),
+        Command::Query(a) => query(a),
     };
     match result {
         Ok(code) => code,
@@ -78,7 +91,7 @@ fn roots(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
     )
 }
 
-fn scan_with_progress(roots: &[PathBuf], show: bool) -> Corpus {
+fn scan_with_progress(roots: &[PathBuf], keep: Keep, show: bool) -> Corpus {
     let found = pisa::scan::discover(roots);
     let total: u64 = found.files.iter().map(|f| f.size).sum();
     let bar = (show && std::io::stderr().is_terminal() && total > 64 << 20).then(|| {
@@ -96,7 +109,7 @@ fn scan_with_progress(roots: &[PathBuf], show: bool) -> Corpus {
             b.inc(n);
         }
     };
-    let mut corpus = corpus::analyze_files(&found.files, Some(&tick));
+    let mut corpus = corpus::analyze_files(&found.files, keep, Some(&tick));
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -106,8 +119,36 @@ fn scan_with_progress(roots: &[PathBuf], show: bool) -> Corpus {
 
 fn sessions(args: SessionsArgs) -> Result<ExitCode> {
     let roots = roots(args.paths)?;
-    let corpus = scan_with_progress(&roots, !args.no_progress && !args.json);
+    let corpus = scan_with_progress(&roots, Keep::default(), !args.no_progress && !args.json);
     if !args.quiet {
+        list_skipped(&corpus);
+    }
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if args.json {
+        report::sessions_document(&mut out, &corpus)?;
+    } else {
+        report::table::sessions(&mut out, &corpus, std::io::stdout().is_terminal())?;
+    }
+    out.flush()?;
+    Ok(exit_code(&corpus))
+}
+
+/// 1 when nothing could be scanned, 2 when something was skipped, else 0.
+fn exit_code(corpus: &Corpus) -> ExitCode {
+    if corpus.sessions.is_empty() && corpus.rejected.is_empty() && !corpus.issues.is_empty() {
+        return ExitCode::from(1);
+    }
+    if corpus.skipped_anything() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Rejected, unreadable and damaged files on stderr, one line each.
+fn list_skipped(corpus: &Corpus) {
+    {
         for r in &corpus.rejected {
             eprintln!("pisa: skipped {}: {}", r.path.display(), r.reason);
         }
@@ -129,22 +170,120 @@ fn sessions(args: SessionsArgs) -> Result<ExitCode> {
             }
         }
     }
+}
+
+/// Scan for the analytics commands: every record kept, skipped files listed.
+fn scan_rows(input: Input, quiet_output: bool) -> Result<Corpus> {
+    let roots = roots(input.paths)?;
+    let corpus = scan_with_progress(&roots, Keep { rows: true }, !input.no_progress && !quiet_output);
+    if !input.quiet {
+        list_skipped(&corpus);
+    }
+    Ok(corpus)
+}
+
+fn report_options(a: &ReportArgs, group: Group) -> Result<rollup::Options> {
+    let (tz, tz_name) = match &a.timezone {
+        Some(name) => (
+            jiff::tz::TimeZone::get(name)
+                .with_context(|| format!("unknown time zone `{name}` (use an IANA name such as Europe/Berlin)"))?,
+            name.clone(),
+        ),
+        None => {
+            let tz = jiff::tz::TimeZone::system();
+            let name = tz.iana_name().unwrap_or("local").to_string();
+            (tz, name)
+        }
+    };
+    if let (Some(s), Some(u)) = (a.since, a.until)
+        && s > u
+    {
+        bail!("--since {s} is after --until {u}");
+    }
+    Ok(rollup::Options {
+        group,
+        tz,
+        tz_name,
+        since: a.since,
+        until: a.until,
+        project: a.project.clone(),
+        model: a.model.clone(),
+        // A model report is already one row per model.
+        breakdown: a.breakdown && group != Group::Model,
+        order: a.order,
+    })
+}
+
+fn rollup(a: ReportArgs, group: Group) -> Result<ExitCode> {
+    let o = report_options(&a, group)?;
+    let corpus = scan_rows(a.input, a.json || a.csv)?;
+    let frames = Frames::build(&corpus)?;
+    let r = rollup::build(&corpus, &frames, &o)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    if args.json {
-        report::sessions_document(&mut out, &corpus)?;
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &rollup::to_json(&r))?;
+        writeln!(out)?;
+    } else if a.csv {
+        pisa::export::encode(&mut rollup::to_frame(&r)?, &mut out, pisa::export::Format::Csv)?;
     } else {
-        report::table::sessions(&mut out, &corpus, std::io::stdout().is_terminal())?;
+        rollup::table(&mut out, &r, std::io::stdout().is_terminal())?;
     }
     out.flush()?;
-    if corpus.sessions.is_empty() && corpus.rejected.is_empty() && !corpus.issues.is_empty() {
-        return Ok(ExitCode::from(1));
-    }
-    Ok(if corpus.skipped_anything() {
-        ExitCode::from(2)
+    Ok(exit_code(&corpus))
+}
+
+fn compactions(a: ReportArgs) -> Result<ExitCode> {
+    let o = report_options(&a, Group::Session)?;
+    let corpus = scan_rows(a.input, a.json || a.csv)?;
+    let r = report::compactions::build(&corpus, &o);
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &report::compactions::to_json(&r))?;
+        writeln!(out)?;
+    } else if a.csv {
+        pisa::export::encode(
+            &mut report::compactions::to_frame(&r)?,
+            &mut out,
+            pisa::export::Format::Csv,
+        )?;
     } else {
-        ExitCode::SUCCESS
-    })
+        report::compactions::table(&mut out, &r, std::io::stdout().is_terminal())?;
+    }
+    out.flush()?;
+    Ok(exit_code(&corpus))
+}
+
+fn export(a: ExportArgs) -> Result<ExitCode> {
+    let corpus = scan_rows(a.input, false)?;
+    let frames = Frames::build(&corpus)?;
+    let written = pisa::export::export(&frames, &a.out, a.format, a.partition)?;
+    for (path, rows) in &written.files {
+        eprintln!("pisa: wrote {} ({rows} rows)", path.display());
+    }
+    Ok(exit_code(&corpus))
+}
+
+fn query(a: QueryArgs) -> Result<ExitCode> {
+    let corpus = scan_rows(a.input, true)?;
+    let frames = Frames::build(&corpus)?;
+    let mut df = pisa::frame::query(&frames, &a.sql).context("the query failed")?;
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if a.json {
+        let rows: Vec<serde_json::Value> = (0..df.height())
+            .map(|i| pisa::export::row_json(&df, i))
+            .collect::<Result<_, _>>()?;
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+    } else if a.csv {
+        pisa::export::encode(&mut df, &mut out, pisa::export::Format::Csv)?;
+    } else {
+        report::frame_table(&mut out, &df, std::io::stdout().is_terminal())?;
+    }
+    out.flush()?;
+    Ok(exit_code(&corpus))
 }
 
 fn inspect(args: InspectArgs) -> Result<ExitCode> {

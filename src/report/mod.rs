@@ -1,7 +1,9 @@
 //! Rendering: terminal tables and JSON documents, always into an `impl Write`.
 
+pub mod compactions;
 pub mod inspect;
 pub mod json;
+pub mod rollup;
 pub mod table;
 
 /// Remove control characters and escape sequences from file-derived text before it
@@ -111,6 +113,47 @@ pub fn sessions_document(out: &mut impl std::io::Write, c: &crate::corpus::Corpu
     out.write_all(b",\"totals\":")?;
     serde_json::to_writer(&mut *out, &totals)?;
     out.write_all(b"}\n")
+}
+
+/// Any frame as a terminal table (`pisa query`): nulls blank, numbers right-aligned.
+pub fn frame_table(
+    out: &mut impl std::io::Write,
+    df: &polars::prelude::DataFrame,
+    terminal: bool,
+) -> std::io::Result<()> {
+    use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+    use polars::prelude::AnyValue;
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(if terminal {
+        ContentArrangement::Dynamic
+    } else {
+        ContentArrangement::Disabled
+    });
+    t.set_header(df.columns().iter().map(|c| c.name().to_string()));
+    for i in 0..df.height() {
+        t.add_row(df.columns().iter().map(|c| {
+            let v = c.get(i).unwrap_or(AnyValue::Null);
+            let numeric = v.is_primitive_numeric();
+            let text = match &v {
+                AnyValue::Null => String::new(),
+                AnyValue::String(s) => terminal_safe(s),
+                AnyValue::StringOwned(s) => terminal_safe(s),
+                AnyValue::Float64(x) => crate::js::number_to_string(*x),
+                AnyValue::Datetime(..) | AnyValue::DatetimeOwned(..) => {
+                    crate::export::any_json(&v).as_str().unwrap_or_default().to_string()
+                }
+                other => terminal_safe(&other.to_string()),
+            };
+            let cell = Cell::new(text);
+            if numeric {
+                cell.set_alignment(CellAlignment::Right)
+            } else {
+                cell
+            }
+        }));
+    }
+    writeln!(out, "{t}")?;
+    writeln!(out, "{} rows", df.height())
 }
 
 #[cfg(test)]

@@ -1,0 +1,657 @@
+//! `pisa daily|weekly|monthly|session|model|project|kind`: the usage frame grouped by
+//! one key, each billed call counted once (inherited fork copies are left out).
+//!
+//! Keys that depend on the time zone are computed here with jiff; the sums are a Polars
+//! group-by over the usage and compactions frames.
+
+use std::io::Write;
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use polars::prelude::*;
+use serde_json::{Value, json};
+
+use super::{terminal_safe, tokens, usd};
+use crate::analyze::parse_iso_ms;
+use crate::corpus::{Corpus, SessionSummary};
+use crate::frame::Frames;
+use crate::usage::{Source, UsageRecord};
+
+/// What the rows of a report are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Group {
+    Daily,
+    Weekly,
+    Monthly,
+    Session,
+    Model,
+    Project,
+    Kind,
+}
+
+impl Group {
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Daily => "daily",
+            Group::Weekly => "weekly",
+            Group::Monthly => "monthly",
+            Group::Session => "session",
+            Group::Model => "model",
+            Group::Project => "project",
+            Group::Kind => "kind",
+        }
+    }
+
+    fn is_time(self) -> bool {
+        matches!(self, Group::Daily | Group::Weekly | Group::Monthly)
+    }
+
+    fn column(self) -> &'static str {
+        match self {
+            Group::Daily => "Date",
+            Group::Weekly => "Week from",
+            Group::Monthly => "Month",
+            Group::Session => "Session",
+            Group::Model => "Model",
+            Group::Project => "Project",
+            Group::Kind => "Kind",
+        }
+    }
+}
+
+/// Sort order of the rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Order {
+    Asc,
+    Desc,
+}
+
+/// Which records count, and how rows are keyed.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub group: Group,
+    pub tz: TimeZone,
+    /// The zone's name as the user gave it (or the system's).
+    pub tz_name: String,
+    /// First and last day (inclusive) in `tz`.
+    pub since: Option<Date>,
+    pub until: Option<Date>,
+    /// Case-insensitive substring of the project (the session's cwd).
+    pub project: Option<String>,
+    /// Case-insensitive substring of the model key (`provider/model`).
+    pub model: Option<String>,
+    /// Per model within each row.
+    pub breakdown: bool,
+    /// Default: time keys ascending, other keys by cost descending.
+    pub order: Option<Order>,
+}
+
+/// The sums of one row.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Figures {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+    pub cost: f64,
+    pub requests: u64,
+    pub compactions: u64,
+    /// Cost of compaction and branch summaries.
+    pub summary_cost: f64,
+    /// Cost billed inside tool results.
+    pub tool_cost: f64,
+}
+
+impl Figures {
+    pub fn tokens(&self) -> f64 {
+        self.input + self.output + self.cache_read + self.cache_write
+    }
+
+    /// Share of prompt tokens read from the cache.
+    pub fn cache_hit_ratio(&self) -> Option<f64> {
+        let prompt = self.input + self.cache_read + self.cache_write;
+        (prompt > 0.0).then(|| self.cache_read / prompt)
+    }
+
+    fn share(&self, part: f64) -> Option<f64> {
+        (self.cost > 0.0).then(|| part / self.cost)
+    }
+
+    fn add(&mut self, o: &Figures) {
+        self.input += o.input;
+        self.output += o.output;
+        self.cache_read += o.cache_read;
+        self.cache_write += o.cache_write;
+        self.cost += o.cost;
+        self.requests += o.requests;
+        self.compactions += o.compactions;
+        self.summary_cost += o.summary_cost;
+        self.tool_cost += o.tool_cost;
+    }
+
+    fn json(&self) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("input".into(), json!(self.input));
+        m.insert("output".into(), json!(self.output));
+        m.insert("cacheWrite".into(), json!(self.cache_write));
+        m.insert("cacheRead".into(), json!(self.cache_read));
+        m.insert("totalTokens".into(), json!(self.tokens()));
+        m.insert("cost".into(), json!(self.cost));
+        m.insert("requests".into(), json!(self.requests));
+        m.insert("compactions".into(), json!(self.compactions));
+        m.insert("cacheHitRatio".into(), json!(self.cache_hit_ratio()));
+        m.insert("summaryCostShare".into(), json!(self.share(self.summary_cost)));
+        m.insert("toolCostShare".into(), json!(self.share(self.tool_cost)));
+        m
+    }
+}
+
+/// One row: its key, a label for the table, and the sums (per model when asked).
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub key: String,
+    /// Session rows: session id, project and name.
+    pub session: Option<SessionLabel>,
+    pub figures: Figures,
+    pub models: Vec<(String, Figures)>,
+}
+
+/// What a session row shows besides its file.
+#[derive(Debug, Clone, Default)]
+pub struct SessionLabel {
+    pub session_id: Option<String>,
+    pub project: String,
+    pub name: Option<String>,
+    pub last_activity: Option<String>,
+}
+
+/// A finished report.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub group: Group,
+    pub tz_name: String,
+    pub since: Option<Date>,
+    pub until: Option<Date>,
+    pub rows: Vec<Row>,
+    pub totals: Figures,
+}
+
+/// Pi's grouping key of a billed call (`provider/(responseModel ?? model)`; tool results
+/// and summaries together, as Pi's own breakdown has them).
+pub fn model_key(r: &UsageRecord) -> String {
+    match r.source {
+        Source::Tool | Source::Compaction | Source::BranchSummary => "Tools/summaries".into(),
+        Source::Assistant => format!(
+            "{}/{}",
+            r.provider.as_deref().unwrap_or("?"),
+            r.response_model.as_deref().or(r.model.as_deref()).unwrap_or("?")
+        ),
+        Source::Usage => format!(
+            "{}/{}",
+            r.provider.as_deref().unwrap_or("?"),
+            r.model.as_deref().unwrap_or("?")
+        ),
+    }
+}
+
+/// The `kind` key: the source, and a usage entry's own kind.
+pub fn kind_key(r: &UsageRecord) -> String {
+    match (&r.source, &r.kind) {
+        (Source::Usage, Some(k)) => format!("usage:{k}"),
+        (s, _) => s.name().to_string(),
+    }
+}
+
+/// A key used when a row has no time or no value.
+const NONE_KEY: &str = "(none)";
+
+struct Keyer<'a> {
+    o: &'a Options,
+}
+
+impl Keyer<'_> {
+    fn day(&self, ms: Option<f64>) -> Option<Date> {
+        let ts = jiff::Timestamp::from_millisecond(ms? as i64).ok()?;
+        Some(ts.to_zoned(self.o.tz.clone()).date())
+    }
+
+    fn time_key(&self, day: Option<Date>) -> String {
+        let Some(d) = day else { return NONE_KEY.into() };
+        match self.o.group {
+            Group::Weekly => {
+                let back = i64::from(d.weekday().to_monday_zero_offset());
+                d.checked_sub(jiff::Span::new().days(back)).unwrap_or(d).to_string()
+            }
+            Group::Monthly => format!("{:04}-{:02}", d.year(), d.month()),
+            _ => d.to_string(),
+        }
+    }
+
+    /// Whether a record at `day` in `project` with `model` passes the filters.
+    fn keep(&self, day: Option<Date>, project: &str, model: &str) -> bool {
+        if self.o.since.is_some() || self.o.until.is_some() {
+            let Some(d) = day else { return false };
+            if self.o.since.is_some_and(|s| d < s) || self.o.until.is_some_and(|u| d > u) {
+                return false;
+            }
+        }
+        contains(project, self.o.project.as_deref()) && contains(model, self.o.model.as_deref())
+    }
+}
+
+/// Whether a record at `ms` (Unix ms) in `project` with `model` passes the filters of `o`.
+pub fn passes(o: &Options, ms: Option<f64>, project: &str, model: &str) -> bool {
+    let k = Keyer { o };
+    k.keep(k.day(ms), project, model)
+}
+
+fn contains(hay: &str, needle: Option<&str>) -> bool {
+    needle.is_none_or(|n| hay.to_lowercase().contains(&n.to_lowercase()))
+}
+
+/// Build a report. The frames must come from the same corpus (rows in corpus order).
+pub fn build(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Report> {
+    let k = Keyer { o };
+    // Keys and filter of every usage row, in the frame's order.
+    let mut keys = Vec::new();
+    let mut models = Vec::new();
+    let mut keep = Vec::new();
+    for s in &corpus.sessions {
+        let project = &s.row.overview.project;
+        for r in &s.records {
+            let day = k.day(r.timestamp.as_deref().and_then(parse_iso_ms).or(r.message_timestamp));
+            let model = model_key(r);
+            keep.push(!r.inherited && k.keep(day, project, &model));
+            keys.push(match o.group {
+                g if g.is_time() => k.time_key(day),
+                Group::Session => s.rel.clone(),
+                Group::Model => model.clone(),
+                Group::Project => project.clone(),
+                _ => kind_key(r),
+            });
+            models.push(model);
+        }
+    }
+    let mut usage = frames.usage.clone();
+    usage.with_column(Column::new("key".into(), keys))?;
+    usage.with_column(Column::new("model_key".into(), models))?;
+    usage.with_column(Column::new("keep".into(), keep))?;
+    let by: Vec<Expr> = if o.breakdown {
+        vec![col("key"), col("model_key")]
+    } else {
+        vec![col("key")]
+    };
+    let summary = col("source")
+        .eq(lit("compaction"))
+        .or(col("source").eq(lit("branch_summary")));
+    let sums = usage
+        .lazy()
+        .filter(col("keep"))
+        .group_by(by)
+        .agg([
+            col("input").sum(),
+            col("output").sum(),
+            col("cache_read").sum(),
+            col("cache_write").sum(),
+            col("cost").sum(),
+            len().cast(DataType::UInt64).alias("requests"),
+            col("cost").filter(summary).sum().alias("summary_cost"),
+            col("cost")
+                .filter(col("source").eq(lit("tool")))
+                .sum()
+                .alias("tool_cost"),
+        ])
+        .collect()?;
+
+    // Compactions, keyed alike (a fork's copies left out).
+    let mut ckeys = Vec::new();
+    let mut cmodels = Vec::new();
+    for s in &corpus.sessions {
+        let project = &s.row.overview.project;
+        for c in &s.compactions {
+            let day = k.day(c.timestamp.as_deref().and_then(parse_iso_ms));
+            let model = format!(
+                "{}/{}",
+                c.provider.as_deref().unwrap_or("?"),
+                c.model.as_deref().unwrap_or("?")
+            );
+            if c.inherited || !k.keep(day, project, &model) {
+                continue;
+            }
+            ckeys.push(match o.group {
+                g if g.is_time() => k.time_key(day),
+                Group::Session => s.rel.clone(),
+                Group::Model => model.clone(),
+                Group::Project => project.clone(),
+                _ => "compaction".into(),
+            });
+            cmodels.push(model);
+        }
+    }
+    let counted = DataFrame::new_infer_height(vec![
+        Column::new("key".into(), ckeys),
+        Column::new("model_key".into(), cmodels),
+    ])?;
+    let cby: Vec<Expr> = if o.breakdown {
+        vec![col("key"), col("model_key")]
+    } else {
+        vec![col("key")]
+    };
+    let ccounts = counted
+        .lazy()
+        .group_by(cby)
+        .agg([len().cast(DataType::UInt64).alias("compactions")])
+        .collect()?;
+
+    // Into rows.
+    let mut rows: Vec<Row> = Vec::new();
+    let mut index: hashbrown::HashMap<String, usize> = hashbrown::HashMap::new();
+    let mut row_of = |rows: &mut Vec<Row>, key: &str| -> usize {
+        *index.entry(key.to_string()).or_insert_with(|| {
+            rows.push(Row {
+                key: key.to_string(),
+                session: None,
+                figures: Figures::default(),
+                models: Vec::new(),
+            });
+            rows.len() - 1
+        })
+    };
+    let f64s = |df: &DataFrame, name: &str| -> PolarsResult<Vec<f64>> {
+        Ok(df.column(name)?.f64()?.iter().map(|x| x.unwrap_or(0.0)).collect())
+    };
+    let strs = |df: &DataFrame, name: &str| -> PolarsResult<Vec<String>> {
+        Ok(df
+            .column(name)?
+            .str()?
+            .iter()
+            .map(|x| x.unwrap_or(NONE_KEY).to_string())
+            .collect())
+    };
+    let u64s = |df: &DataFrame, name: &str| -> PolarsResult<Vec<u64>> {
+        Ok(df.column(name)?.u64()?.iter().map(|x| x.unwrap_or(0)).collect())
+    };
+    {
+        let key = strs(&sums, "key")?;
+        let model = if o.breakdown {
+            strs(&sums, "model_key")?
+        } else {
+            Vec::new()
+        };
+        let (input, output, cr, cw, cost) = (
+            f64s(&sums, "input")?,
+            f64s(&sums, "output")?,
+            f64s(&sums, "cache_read")?,
+            f64s(&sums, "cache_write")?,
+            f64s(&sums, "cost")?,
+        );
+        let (req, sc, tc) = (
+            u64s(&sums, "requests")?,
+            f64s(&sums, "summary_cost")?,
+            f64s(&sums, "tool_cost")?,
+        );
+        for i in 0..key.len() {
+            let f = Figures {
+                input: input[i],
+                output: output[i],
+                cache_read: cr[i],
+                cache_write: cw[i],
+                cost: cost[i],
+                requests: req[i],
+                compactions: 0,
+                summary_cost: sc[i],
+                tool_cost: tc[i],
+            };
+            let r = row_of(&mut rows, &key[i]);
+            add_to(&mut rows[r], model.get(i), &f);
+        }
+    }
+    {
+        let key = strs(&ccounts, "key")?;
+        let model = if o.breakdown {
+            strs(&ccounts, "model_key")?
+        } else {
+            Vec::new()
+        };
+        let n = u64s(&ccounts, "compactions")?;
+        for i in 0..key.len() {
+            let f = Figures {
+                compactions: n[i],
+                ..Figures::default()
+            };
+            let r = row_of(&mut rows, &key[i]);
+            add_to(&mut rows[r], model.get(i), &f);
+        }
+    }
+    if o.group == Group::Session {
+        let by_rel: hashbrown::HashMap<&str, &SessionSummary> =
+            corpus.sessions.iter().map(|s| (s.rel.as_str(), s)).collect();
+        for r in &mut rows {
+            if let Some(s) = by_rel.get(r.key.as_str()) {
+                r.session = Some(SessionLabel {
+                    session_id: s.json.get("sessionId").and_then(Value::as_str).map(str::to_string),
+                    project: s.row.overview.project.clone(),
+                    name: s.row.name.clone(),
+                    last_activity: s.row.overview.last_activity.clone(),
+                });
+            }
+        }
+    }
+    let mut totals = Figures::default();
+    for r in &mut rows {
+        totals.add(&r.figures);
+        r.models
+            .sort_by(|a, b| b.1.cost.total_cmp(&a.1.cost).then_with(|| a.0.cmp(&b.0)));
+    }
+    let order = o
+        .order
+        .unwrap_or(if o.group.is_time() { Order::Asc } else { Order::Desc });
+    if o.group.is_time() {
+        rows.sort_by(|a, b| a.key.cmp(&b.key));
+    } else {
+        rows.sort_by(|a, b| {
+            a.figures
+                .cost
+                .total_cmp(&b.figures.cost)
+                .then_with(|| b.key.cmp(&a.key))
+        });
+    }
+    if order == Order::Desc {
+        rows.reverse();
+    }
+    Ok(Report {
+        group: o.group,
+        tz_name: o.tz_name.clone(),
+        since: o.since,
+        until: o.until,
+        rows,
+        totals,
+    })
+}
+
+fn add_to(row: &mut Row, model: Option<&String>, f: &Figures) {
+    row.figures.add(f);
+    if let Some(m) = model {
+        match row.models.iter_mut().find(|(k, _)| k == m) {
+            Some((_, g)) => g.add(f),
+            None => row.models.push((m.clone(), *f)),
+        }
+    }
+}
+
+fn percent(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), |x| format!("{:.1}%", x * 100.0))
+}
+
+fn figure_cells(f: &Figures) -> Vec<Cell> {
+    let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+    vec![
+        right(tokens(f.input)),
+        right(tokens(f.output)),
+        right(tokens(f.cache_write)),
+        right(tokens(f.cache_read)),
+        right(tokens(f.tokens())),
+        right(usd(f.cost)),
+        right(f.requests.to_string()),
+        right(f.compactions.to_string()),
+        right(percent(f.cache_hit_ratio())),
+        right(percent(f.share(f.summary_cost))),
+        right(percent(f.share(f.tool_cost))),
+    ]
+}
+
+/// The report as a terminal table with a totals row.
+pub fn table(out: &mut impl Write, r: &Report, terminal: bool) -> std::io::Result<()> {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(if terminal {
+        ContentArrangement::Dynamic
+    } else {
+        ContentArrangement::Disabled
+    });
+    let mut header = vec![r.group.column().to_string()];
+    if r.group == Group::Session {
+        header.extend(["Project".into(), "Name".into(), "Last activity".into()]);
+    }
+    header.extend(
+        [
+            "Input",
+            "Output",
+            "Cache write",
+            "Cache read",
+            "Total tokens",
+            "Cost",
+            "Requests",
+            "Compactions",
+            "Cache hit",
+            "Summaries",
+            "Tools",
+        ]
+        .map(String::from),
+    );
+    t.set_header(header);
+    let pad = if r.group == Group::Session { 3 } else { 0 };
+    for row in &r.rows {
+        let mut cells = vec![Cell::new(terminal_safe(&row.key))];
+        if let Some(s) = &row.session {
+            cells.push(Cell::new(terminal_safe(&s.project)));
+            cells.push(Cell::new(terminal_safe(s.name.as_deref().unwrap_or(""))));
+            cells.push(Cell::new(
+                s.last_activity
+                    .as_deref()
+                    .map_or_else(String::new, |t| t.get(..16).unwrap_or(t).replacen('T', " ", 1)),
+            ));
+        } else if pad > 0 {
+            cells.extend((0..pad).map(|_| Cell::new("")));
+        }
+        cells.extend(figure_cells(&row.figures));
+        t.add_row(cells);
+        for (m, f) in &row.models {
+            let mut cells = vec![Cell::new(format!("  └ {}", terminal_safe(m)))];
+            cells.extend((0..pad).map(|_| Cell::new("")));
+            cells.extend(figure_cells(f));
+            t.add_row(cells);
+        }
+    }
+    let mut cells = vec![Cell::new("Total")];
+    cells.extend((0..pad).map(|_| Cell::new("")));
+    cells.extend(figure_cells(&r.totals));
+    t.add_row(cells);
+    writeln!(out, "{t}")?;
+    let range = match (r.since, r.until) {
+        (None, None) => String::new(),
+        (s, u) => format!(
+            ", {} to {}",
+            s.map_or_else(|| "the start".into(), |d| d.to_string()),
+            u.map_or_else(|| "today".into(), |d| d.to_string())
+        ),
+    };
+    writeln!(
+        out,
+        "{} report, time zone {}{range}; each billed call counted once (fork copies left out).",
+        r.group.name(),
+        r.tz_name
+    )
+}
+
+/// The report as one JSON document.
+pub fn to_json(r: &Report) -> Value {
+    let row_json = |row: &Row| {
+        let mut m = serde_json::Map::new();
+        m.insert("key".into(), json!(row.key));
+        if let Some(s) = &row.session {
+            m.insert("sessionId".into(), json!(s.session_id));
+            m.insert("project".into(), json!(s.project));
+            m.insert("name".into(), json!(s.name));
+            m.insert("lastActivityAt".into(), json!(s.last_activity));
+        }
+        m.extend(row.figures.json());
+        if !row.models.is_empty() {
+            m.insert(
+                "models".into(),
+                row.models
+                    .iter()
+                    .map(|(k, f)| {
+                        let mut o = serde_json::Map::new();
+                        o.insert("model".into(), json!(k));
+                        o.extend(f.json());
+                        Value::Object(o)
+                    })
+                    .collect(),
+            );
+        }
+        Value::Object(m)
+    };
+    json!({
+        "report": r.group.name(),
+        "timezone": r.tz_name,
+        "since": r.since.map(|d| d.to_string()),
+        "until": r.until.map(|d| d.to_string()),
+        "rows": r.rows.iter().map(row_json).collect::<Vec<_>>(),
+        "totals": Value::Object(r.totals.json()),
+    })
+}
+
+/// The report as a frame (one row per key, or per key and model with a breakdown), for CSV.
+pub fn to_frame(r: &Report) -> PolarsResult<DataFrame> {
+    let mut key = Vec::new();
+    let mut model: Vec<Option<String>> = Vec::new();
+    let mut figs = Vec::new();
+    for row in &r.rows {
+        if row.models.is_empty() {
+            key.push(row.key.clone());
+            model.push(None);
+            figs.push(row.figures);
+        }
+        for (m, f) in &row.models {
+            key.push(row.key.clone());
+            model.push(Some(m.clone()));
+            figs.push(*f);
+        }
+    }
+    let col_f = |name: &str, f: fn(&Figures) -> f64| Column::new(name.into(), figs.iter().map(f).collect::<Vec<_>>());
+    let col_o =
+        |name: &str, f: fn(&Figures) -> Option<f64>| Column::new(name.into(), figs.iter().map(f).collect::<Vec<_>>());
+    let mut cols = vec![Column::new(r.group.name().into(), key)];
+    if r.rows.iter().any(|row| !row.models.is_empty()) {
+        cols.push(Column::new("model".into(), model));
+    }
+    cols.extend([
+        col_f("input", |f| f.input),
+        col_f("output", |f| f.output),
+        col_f("cache_write", |f| f.cache_write),
+        col_f("cache_read", |f| f.cache_read),
+        col_f("total_tokens", Figures::tokens),
+        col_f("cost", |f| f.cost),
+        Column::new("requests".into(), figs.iter().map(|f| f.requests).collect::<Vec<_>>()),
+        Column::new(
+            "compactions".into(),
+            figs.iter().map(|f| f.compactions).collect::<Vec<_>>(),
+        ),
+        col_o("cache_hit_ratio", Figures::cache_hit_ratio),
+        col_o("summary_cost_share", |f| f.share(f.summary_cost)),
+        col_o("tool_cost_share", |f| f.share(f.tool_cost)),
+    ]);
+    DataFrame::new_infer_height(cols)
+}
