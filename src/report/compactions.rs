@@ -12,6 +12,7 @@ use super::rollup::Options;
 use super::{terminal_safe, tokens, usd};
 use crate::analyze::parse_iso_ms;
 use crate::corpus::{CompactionRow, Corpus, SessionSummary};
+use crate::js::num_json;
 
 /// One compaction, as the report shows it.
 #[derive(Debug, Clone)]
@@ -63,12 +64,12 @@ impl Summary {
             "key": self.key,
             "compactions": self.count,
             "measured": self.measured,
-            "tokensBefore": self.tokens_before,
-            "estimatedTokensAfter": self.tokens_after,
-            "reduction": self.tokens_before - self.tokens_after,
+            "tokensBefore": num_json(self.tokens_before),
+            "estimatedTokensAfter": num_json(self.tokens_after),
+            "reduction": num_json(self.tokens_before - self.tokens_after),
             "reductionRatio": self.reduction_ratio(),
             "entriesSummarized": self.entries_summarized,
-            "cost": self.cost,
+            "cost": num_json(self.cost),
         })
     }
 }

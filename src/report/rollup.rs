@@ -17,6 +17,7 @@ use super::{terminal_safe, tokens, usd};
 use crate::analyze::parse_iso_ms;
 use crate::corpus::{Corpus, SessionSummary};
 use crate::frame::Frames;
+use crate::js::num_json;
 use crate::usage::{Source, UsageRecord};
 
 /// What the rows of a report are.
@@ -133,12 +134,12 @@ impl Figures {
 
     fn json(&self) -> serde_json::Map<String, Value> {
         let mut m = serde_json::Map::new();
-        m.insert("input".into(), json!(self.input));
-        m.insert("output".into(), json!(self.output));
-        m.insert("cacheWrite".into(), json!(self.cache_write));
-        m.insert("cacheRead".into(), json!(self.cache_read));
-        m.insert("totalTokens".into(), json!(self.tokens()));
-        m.insert("cost".into(), json!(self.cost));
+        m.insert("input".into(), num_json(self.input));
+        m.insert("output".into(), num_json(self.output));
+        m.insert("cacheWrite".into(), num_json(self.cache_write));
+        m.insert("cacheRead".into(), num_json(self.cache_read));
+        m.insert("totalTokens".into(), num_json(self.tokens()));
+        m.insert("cost".into(), num_json(self.cost));
         m.insert("requests".into(), json!(self.requests));
         m.insert("compactions".into(), json!(self.compactions));
         m.insert("cacheHitRatio".into(), json!(self.cache_hit_ratio()));
@@ -630,6 +631,20 @@ pub fn to_frame(r: &Report) -> PolarsResult<DataFrame> {
             figs.push(*f);
         }
     }
+    // Token sums are whole numbers for any file Pi wrote: print them as integers then.
+    let whole = figs.iter().all(|f| {
+        [f.input, f.output, f.cache_read, f.cache_write]
+            .iter()
+            .all(|x| x.fract() == 0.0 && x.abs() < 9e15)
+    });
+    let col_t = |name: &str, f: fn(&Figures) -> f64| {
+        let v: Vec<f64> = figs.iter().map(f).collect();
+        if whole {
+            Column::new(name.into(), v.iter().map(|&x| x as i64).collect::<Vec<_>>())
+        } else {
+            Column::new(name.into(), v)
+        }
+    };
     let col_f = |name: &str, f: fn(&Figures) -> f64| Column::new(name.into(), figs.iter().map(f).collect::<Vec<_>>());
     let col_o =
         |name: &str, f: fn(&Figures) -> Option<f64>| Column::new(name.into(), figs.iter().map(f).collect::<Vec<_>>());
@@ -638,11 +653,11 @@ pub fn to_frame(r: &Report) -> PolarsResult<DataFrame> {
         cols.push(Column::new("model".into(), model));
     }
     cols.extend([
-        col_f("input", |f| f.input),
-        col_f("output", |f| f.output),
-        col_f("cache_write", |f| f.cache_write),
-        col_f("cache_read", |f| f.cache_read),
-        col_f("total_tokens", Figures::tokens),
+        col_t("input", |f| f.input),
+        col_t("output", |f| f.output),
+        col_t("cache_write", |f| f.cache_write),
+        col_t("cache_read", |f| f.cache_read),
+        col_t("total_tokens", Figures::tokens),
         col_f("cost", |f| f.cost),
         Column::new("requests".into(), figs.iter().map(|f| f.requests).collect::<Vec<_>>()),
         Column::new(

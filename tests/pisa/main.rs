@@ -2,6 +2,7 @@
 
 mod support;
 
+mod analytics;
 mod cli;
 mod oracle;
 mod properties;

@@ -1,0 +1,525 @@
+//! Reports, exports and SQL: every billed call counted once, so that every total equals the
+//! sum of the oracle's per-file figures minus the fork copies, and exports that read back
+//! the same in polars (Rust) and in Python's duckdb, polars and pyarrow.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use polars::prelude::*;
+use serde_json::Value;
+
+use crate::support::{oracle, pisa, repo};
+
+fn sample() -> PathBuf {
+    repo().join("datasets").join("sample")
+}
+
+/// A generated small corpus (forks of every kind are in the generator's showcase plan).
+fn generated(seed: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let status = Command::new("python3")
+        .arg(repo().join("datasets").join("generate.py"))
+        .args([
+            "--out",
+            dir.path().to_str().unwrap(),
+            "--seed",
+            seed,
+            "--sessions",
+            "40",
+            "--scale",
+            "small",
+        ])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("python3 is required to generate test corpora");
+    assert!(status.success(), "the generator failed for seed {seed}");
+    dir
+}
+
+fn export(dir: &Path, extra: &[&str]) -> tempfile::TempDir {
+    let out = tempfile::tempdir().expect("temp dir");
+    let mut args = vec![
+        "export",
+        "--quiet",
+        "--out",
+        out.path().to_str().unwrap(),
+        dir.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let (code, _, err) = pisa(&args);
+    assert!(code == 0 || code == 2, "pisa export exited {code}: {err}");
+    out
+}
+
+fn read_parquet(path: &Path) -> DataFrame {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    ParquetReader::new(file).finish().expect("readable Parquet")
+}
+
+fn json_of(args: &[&str]) -> Value {
+    let (code, out, err) = pisa(args);
+    assert!(code == 0 || code == 2, "pisa {args:?} exited {code}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("pisa {args:?} printed invalid JSON ({e}): {out}"))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    a == b || (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
+}
+
+fn strs(df: &DataFrame, name: &str) -> Vec<Option<String>> {
+    df.column(name)
+        .unwrap()
+        .str()
+        .unwrap()
+        .iter()
+        .map(|s| s.map(str::to_string))
+        .collect()
+}
+
+fn f64s(df: &DataFrame, name: &str) -> Vec<f64> {
+    df.column(name)
+        .unwrap()
+        .f64()
+        .unwrap()
+        .iter()
+        .map(|x| x.unwrap_or(0.0))
+        .collect()
+}
+
+/// The check of the issue: inherited rows are exactly the fork copies, and every report's
+/// totals equal the oracle's per-file sums minus those copies.
+fn assert_counted_once(dir: &Path) {
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).expect("manifest")).unwrap();
+    let files = manifest["files"].as_array().unwrap();
+    let present: HashSet<&str> = files
+        .iter()
+        .filter(|f| f["expect"] == "ok")
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    // Fork → (entries copied from its source, whether that source is in the corpus).
+    let forks: HashMap<&str, (u64, bool)> = files
+        .iter()
+        .filter_map(|f| {
+            let src = f["forkOf"].as_str()?;
+            let copied = f["features"]["copied_entries"].as_u64().unwrap_or(0);
+            Some((f["path"].as_str().unwrap(), (copied, present.contains(src))))
+        })
+        .collect();
+    assert!(forks.len() >= 3, "the corpus has forks");
+    assert!(
+        forks.values().any(|f| f.1) && forks.values().any(|f| !f.1),
+        "forks with and without their source"
+    );
+
+    let out = export(dir, &[]);
+    let usage = read_parquet(&out.path().join("usage.parquet"));
+    let file = strs(&usage, "file");
+    let index: Vec<u32> = usage
+        .column("entry_index")
+        .unwrap()
+        .u32()
+        .unwrap()
+        .iter()
+        .map(Option::unwrap)
+        .collect();
+    let inherited: Vec<bool> = usage
+        .column("inherited")
+        .unwrap()
+        .bool()
+        .unwrap()
+        .iter()
+        .map(Option::unwrap)
+        .collect();
+    let (mut copies, mut inherited_rows) = (0, 0);
+    for i in 0..usage.height() {
+        let f = file[i].as_deref().unwrap();
+        let copied = forks.get(f).is_some_and(|&(n, _)| u64::from(index[i]) < n);
+        if inherited[i] {
+            inherited_rows += 1;
+            assert!(copied, "{f} entry {}: inherited but not a fork copy", index[i]);
+        }
+        if copied && forks[f].1 {
+            copies += 1;
+            assert!(
+                inherited[i],
+                "{f} entry {}: copied from a scanned source but not inherited",
+                index[i]
+            );
+        }
+    }
+    assert!(copies > 10, "only {copies} copied rows");
+    assert!(inherited_rows >= copies);
+
+    // Totals: the oracle's per-file sums minus the inherited rows.
+    let (mut tokens, mut cost) = (0.0, 0.0);
+    for r in oracle(dir).iter().filter(|r| r["status"] == "ok") {
+        tokens += r["stats"]["tokens"]["total"].as_f64().expect("total tokens");
+        cost += r["stats"]["cost"].as_f64().expect("cost");
+    }
+    let mask = usage.column("inherited").unwrap().bool().unwrap();
+    let copied = usage.filter(mask).unwrap();
+    for c in ["input", "output", "cache_read", "cache_write"] {
+        tokens -= f64s(&copied, c).iter().sum::<f64>();
+    }
+    cost -= f64s(&copied, "cost").iter().sum::<f64>();
+    let d = dir.to_str().unwrap();
+    for report in ["daily", "weekly", "monthly", "session", "model", "project", "kind"] {
+        let doc = json_of(&[report, "--json", "--quiet", "-z", "UTC", d]);
+        let t = &doc["totals"];
+        assert_eq!(t["totalTokens"].as_f64().unwrap(), tokens, "{report} tokens");
+        assert!(
+            close(t["cost"].as_f64().unwrap(), cost),
+            "{report} cost {} vs {cost}",
+            t["cost"]
+        );
+        let rows: f64 = doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["cost"].as_f64().unwrap())
+            .sum();
+        assert!(close(rows, cost), "{report}: rows add up to the total");
+    }
+    let doc = json_of(&["sessions", "--json", "--quiet", d]);
+    assert!(close(doc["totals"]["cost"].as_f64().unwrap(), cost));
+}
+
+#[test]
+fn each_billed_call_is_counted_once_in_the_sample() {
+    assert_counted_once(&sample());
+}
+
+#[test]
+fn each_billed_call_is_counted_once_in_generated_corpora() {
+    for seed in ["31", "32"] {
+        assert_counted_once(generated(seed).path());
+    }
+}
+
+#[test]
+fn filters_select_days_projects_and_models() {
+    let d = sample();
+    let d = d.to_str().unwrap();
+    let all = json_of(&["daily", "--json", "-q", "-z", "UTC", d]);
+    let days: Vec<&str> = all["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert!(days.len() > 5);
+    let (since, until) = (days[1], days[days.len() - 2]);
+    let compact_until = until.replace('-', "");
+    let part = json_of(&[
+        "daily",
+        "--json",
+        "-q",
+        "-z",
+        "UTC",
+        "--since",
+        since,
+        "--until",
+        &compact_until,
+        d,
+    ]);
+    let kept: Vec<&str> = part["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(kept, days[1..days.len() - 1].to_vec());
+    // A zone far from UTC moves calls across midnight.
+    let auckland = json_of(&["daily", "--json", "-q", "-z", "Pacific/Auckland", d]);
+    assert_ne!(auckland["rows"], all["rows"]);
+    assert!(close(
+        auckland["totals"]["cost"].as_f64().unwrap(),
+        all["totals"]["cost"].as_f64().unwrap()
+    ));
+    // Project and model filters.
+    let by_model = json_of(&["model", "--json", "-q", "-z", "UTC", "--model", "OPUS", d]);
+    let keys: Vec<&str> = by_model["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert!(!keys.is_empty() && keys.iter().all(|k| k.contains("opus")), "{keys:?}");
+    let by_project = json_of(&["project", "--json", "-q", "-z", "UTC", "--project", "pisa", d]);
+    let keys: Vec<&str> = by_project["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert!(!keys.is_empty() && keys.iter().all(|k| k.contains("pisa")), "{keys:?}");
+    // Bad input is a usage error.
+    for bad in [["--since", "2026-13-01"], ["-z", "Mars/Olympus"]] {
+        let (code, _, err) = pisa(&["daily", "-q", bad[0], bad[1], d]);
+        assert_eq!(code, 1, "{err}");
+        assert!(!err.is_empty());
+    }
+}
+
+#[test]
+fn breakdown_rows_add_up_to_their_row() {
+    let d = sample();
+    let doc = json_of(&[
+        "monthly",
+        "--json",
+        "-q",
+        "-z",
+        "UTC",
+        "--breakdown",
+        d.to_str().unwrap(),
+    ]);
+    for row in doc["rows"].as_array().unwrap() {
+        let models = row["models"].as_array().expect("models per row");
+        for k in ["cost", "totalTokens", "requests", "compactions"] {
+            let sum: f64 = models.iter().map(|m| m[k].as_f64().unwrap()).sum();
+            assert!(close(sum, row[k].as_f64().unwrap()), "{k} of {}", row["key"]);
+        }
+    }
+}
+
+#[test]
+fn exports_read_back_with_the_documented_types() {
+    let d = sample();
+    let out = export(&d, &[]);
+    let corpus = pisa::corpus::scan(&[d.clone()], pisa::corpus::Keep { rows: true }, None);
+    let frames = pisa::frame::Frames::build(&corpus).unwrap();
+    let schemas = [
+        ("usage", pisa::frame::USAGE),
+        ("sessions", pisa::frame::SESSIONS),
+        ("compactions", pisa::frame::COMPACTIONS),
+        ("files", pisa::frame::FILES),
+    ];
+    for ((name, df), (_, cols)) in frames.named().into_iter().zip(schemas) {
+        let back = read_parquet(&out.path().join(format!("{name}.parquet")));
+        assert!(back.equals_missing(df), "{name}.parquet reads back equal");
+        assert!(df.height() > 0, "{name} has rows");
+        let names: Vec<&str> = back.get_column_names().iter().map(|n| n.as_str()).collect();
+        assert_eq!(names, cols.iter().map(|c| c.name).collect::<Vec<_>>(), "{name} columns");
+        for c in cols {
+            let dtype = back.column(c.name).unwrap().dtype().clone();
+            let expected = match c.ty {
+                pisa::frame::Ty::Str => DataType::String,
+                pisa::frame::Ty::Bool => DataType::Boolean,
+                pisa::frame::Ty::U32 => DataType::UInt32,
+                pisa::frame::Ty::U64 => DataType::UInt64,
+                pisa::frame::Ty::I64 => DataType::Int64,
+                pisa::frame::Ty::F64 => DataType::Float64,
+                pisa::frame::Ty::Time => DataType::Datetime(TimeUnit::Milliseconds, Some(TimeZone::UTC)),
+            };
+            assert_eq!(dtype, expected, "{name}.{}", c.name);
+        }
+    }
+    assert_eq!(
+        frames.files.height(),
+        corpus.sessions.len() + corpus.rejected.len(),
+        "every file has a row"
+    );
+    // Nothing half-written is left behind.
+    let names: Vec<String> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
+
+    // CSV and NDJSON: one line per row (plus the CSV header).
+    for (format, extra) in [("csv", 1), ("ndjson", 0)] {
+        let out = export(&d, &["--format", format]);
+        let text = std::fs::read_to_string(out.path().join(format!("usage.{format}"))).unwrap();
+        assert_eq!(text.lines().count(), frames.usage.height() + extra, "{format}");
+    }
+}
+
+#[test]
+fn monthly_partitions_form_one_table_and_replace_the_previous_export() {
+    let d = sample();
+    let out = export(&d, &["--partition", "month"]);
+    let usage = out.path().join("usage");
+    // A stale partition from an earlier export must disappear.
+    std::fs::create_dir_all(usage.join("month=1999-01")).unwrap();
+    let (code, _, err) = pisa(&[
+        "export",
+        "-q",
+        "--partition",
+        "month",
+        "--out",
+        out.path().to_str().unwrap(),
+        d.to_str().unwrap(),
+    ]);
+    assert!(code == 0 || code == 2, "{err}");
+    let mut rows = 0;
+    let mut months = Vec::new();
+    for e in std::fs::read_dir(&usage).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let month = name.strip_prefix("month=").expect("hive folder name");
+        let part = read_parquet(&e.path().join("part-0.parquet"));
+        assert!(part.column("month").is_err(), "the partition column lives in the path");
+        let ts = part.column("timestamp").unwrap().datetime().unwrap().clone();
+        for t in ts.physical().iter().flatten() {
+            let m = jiff::Timestamp::from_millisecond(t)
+                .unwrap()
+                .strftime("%Y-%m")
+                .to_string();
+            assert_eq!(m, month);
+        }
+        rows += part.height();
+        months.push(month.to_string());
+    }
+    assert!(
+        !months.contains(&"1999-01".to_string()),
+        "stale partition kept: {months:?}"
+    );
+    assert!(months.len() >= 2);
+    let corpus = pisa::corpus::scan(&[d], pisa::corpus::Keep { rows: true }, None);
+    let frames = pisa::frame::Frames::build(&corpus).unwrap();
+    assert_eq!(rows, frames.usage.height());
+}
+
+#[test]
+fn python_readers_agree_with_the_export() {
+    let d = sample();
+    let flat = export(&d, &[]);
+    let parts = export(&d, &["--partition", "month"]);
+    let expected = json_of(&[
+        "query",
+        "--json",
+        "-q",
+        "SELECT count(*) AS n, sum(cost) AS cost, sum(input + output + cache_read + cache_write) AS tokens, \
+         sum(CASE WHEN inherited THEN 0 ELSE cost END) AS own_cost FROM usage",
+        d.to_str().unwrap(),
+    ]);
+    let script = repo().join("tests").join("pisa").join("read_export.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(flat.path())
+        .arg(parts.path())
+        .arg(expected[0].to_string())
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{} failed (install duckdb, polars and pyarrow: pip install -r tests/requirements.txt):\n{}{}",
+        script.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    for reader in ["duckdb", "polars", "pyarrow"] {
+        assert!(said.contains(&format!("{reader}: ok")), "{said}");
+    }
+}
+
+#[test]
+fn sql_queries_run_over_all_four_frames() {
+    let d = sample();
+    let d = d.to_str().unwrap();
+    let doc = json_of(&[
+        "query",
+        "--json",
+        "-q",
+        "SELECT * FROM (SELECT count(*) AS calls FROM usage WHERE NOT inherited) a \
+         CROSS JOIN (SELECT count(*) AS sessions FROM sessions) b \
+         CROSS JOIN (SELECT count(*) AS compactions FROM compactions) c \
+         CROSS JOIN (SELECT count(*) AS rejected FROM files WHERE status = 'rejected') d",
+        d,
+    ]);
+    let daily = json_of(&["daily", "--json", "-q", "-z", "UTC", d]);
+    assert_eq!(doc[0]["calls"], daily["totals"]["requests"]);
+    assert_eq!(doc[0]["sessions"], 45);
+    assert_eq!(doc[0]["rejected"], 6);
+    assert!(doc[0]["compactions"].as_u64().unwrap() >= 32);
+    let (code, out, _) = pisa(&[
+        "query",
+        "--csv",
+        "-q",
+        "SELECT source, count(*) AS n FROM usage GROUP BY source ORDER BY source",
+        d,
+    ]);
+    assert!(code == 0 || code == 2);
+    assert!(out.starts_with("source,n\nassistant,"), "{out}");
+    let (code, _, err) = pisa(&["query", "-q", "SELECT nope FROM usage", d]);
+    assert_eq!(code, 1);
+    assert!(err.contains("query"), "{err}");
+}
+
+#[test]
+fn readme_documents_the_schemas() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    for cols in [
+        pisa::frame::USAGE,
+        pisa::frame::SESSIONS,
+        pisa::frame::COMPACTIONS,
+        pisa::frame::FILES,
+    ] {
+        let table = pisa::frame::markdown(cols);
+        assert!(
+            readme.contains(&table),
+            "README lacks the current schema table:\n{table}"
+        );
+    }
+}
+
+/// Every report on the bundled sample, with the time zone fixed.
+#[test]
+fn reports_on_the_sample() {
+    let d = sample();
+    let d = d.to_str().unwrap();
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| {
+        for (name, args) in [
+            ("report_daily", vec!["daily", "-z", "UTC"]),
+            (
+                "report_daily_auckland_range",
+                vec![
+                    "daily",
+                    "-z",
+                    "Pacific/Auckland",
+                    "--since",
+                    "20260601",
+                    "--until",
+                    "2026-06-30",
+                ],
+            ),
+            ("report_weekly", vec!["weekly", "-z", "UTC"]),
+            ("report_monthly_breakdown", vec!["monthly", "-z", "UTC", "--breakdown"]),
+            ("report_session", vec!["session", "-z", "UTC"]),
+            ("report_model", vec!["model", "-z", "UTC"]),
+            ("report_project_asc", vec!["project", "-z", "UTC", "--order", "asc"]),
+            ("report_kind", vec!["kind", "-z", "UTC"]),
+            ("report_compactions", vec!["compactions", "-z", "UTC"]),
+            ("report_daily_csv", vec!["daily", "-z", "UTC", "--csv"]),
+            (
+                "report_model_json",
+                vec!["model", "-z", "UTC", "--json", "--project", "api"],
+            ),
+        ] {
+            let mut a = args.clone();
+            a.extend(["-q", d]);
+            let (code, out, err) = pisa(&a);
+            assert_eq!(code, 2, "the sample has rejected files: {err}");
+            insta::assert_snapshot!(name, out);
+        }
+    });
+}
+
+/// Prints the README's schema tables: `cargo test print_schema_tables -- --ignored --nocapture`.
+#[test]
+#[ignore = "prints the README's schema section"]
+fn print_schema_tables() {
+    for (name, cols) in [
+        ("usage", pisa::frame::USAGE),
+        ("sessions", pisa::frame::SESSIONS),
+        ("compactions", pisa::frame::COMPACTIONS),
+        ("files", pisa::frame::FILES),
+    ] {
+        println!("#### `{name}`\n\n{}", pisa::frame::markdown(cols));
+    }
+}
