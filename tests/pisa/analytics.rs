@@ -288,7 +288,7 @@ fn breakdown_rows_add_up_to_their_row() {
 fn exports_read_back_with_the_documented_types() {
     let d = sample();
     let out = export(&d, &[]);
-    let corpus = pisa::corpus::scan(&[d.clone()], pisa::corpus::Keep { rows: true }, None);
+    let corpus = pisa::corpus::scan(std::slice::from_ref(&d), pisa::corpus::Keep { rows: true }, None);
     let frames = pisa::frame::Frames::build(&corpus).unwrap();
     let schemas = [
         ("usage", pisa::frame::USAGE),
