@@ -9,32 +9,10 @@ use std::process::Command;
 use polars::prelude::*;
 use serde_json::Value;
 
-use crate::support::{oracle, pisa, repo};
+use crate::support::{generated, oracle, pisa, repo};
 
 fn sample() -> PathBuf {
     repo().join("datasets").join("sample")
-}
-
-/// A generated small corpus (forks of every kind are in the generator's showcase plan).
-fn generated(seed: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let status = Command::new("python3")
-        .arg(repo().join("datasets").join("generate.py"))
-        .args([
-            "--out",
-            dir.path().to_str().unwrap(),
-            "--seed",
-            seed,
-            "--sessions",
-            "40",
-            "--scale",
-            "small",
-        ])
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("python3 is required to generate test corpora");
-    assert!(status.success(), "the generator failed for seed {seed}");
-    dir
 }
 
 fn export(dir: &Path, extra: &[&str]) -> tempfile::TempDir {
@@ -194,7 +172,7 @@ fn each_billed_call_is_counted_once_in_the_sample() {
 #[test]
 fn each_billed_call_is_counted_once_in_generated_corpora() {
     for seed in ["31", "32"] {
-        assert_counted_once(generated(seed).path());
+        assert_counted_once(generated(seed, 40).path());
     }
 }
 

@@ -201,3 +201,17 @@ pub fn assert_agreement(dir: &Path, min_files: usize) {
         a.failures.join("\n")
     );
 }
+
+/// A directory written by `datasets/generate.py` at small scale.
+pub fn generated(seed: &str, sessions: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let status = Command::new("python3")
+        .arg(repo().join("datasets").join("generate.py"))
+        .args(["--out", dir.path().to_str().expect("utf-8"), "--seed", seed])
+        .args(["--sessions", &sessions.to_string(), "--scale", "small"])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("python3 is required to generate test corpora");
+    assert!(status.success(), "the generator failed for seed {seed}");
+    dir
+}
