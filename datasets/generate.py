@@ -21,7 +21,8 @@ import re
 import shutil
 import sys
 import time
-from collections import Counter
+import multiprocessing
+from collections import Counter, deque
 
 GENERATOR = "pisa-datasets/generate.py"
 GENERATOR_VERSION = 1
@@ -430,10 +431,14 @@ class Profile:
             "session_info": 0.08 if small else 0.008,
             "bash_exec": 0.12 if small else 0.03,
             "context_edit": 0.20 if small else 0.02,
+            "context_edit_abandoned": 0.03 if small else 0.002,  # an edit, then a branch that leaves it behind
             "branch": 0.15 if small else 0.015,
             "compaction_random": 0.12 if small else 0.004,
             "user_image": 0.06 if small else 0.02,
         }
+        # share of context edits whose target is off the active path / before the latest compaction's kept range
+        self.ce_off_path = 0.15 if small else 0.1
+        self.ce_compacted = 0.15 if small else 0.1
         self.tool_usage = 0.5 if small else 0.3  # web_search/subagent results with usage
         self.steps_mean = 2.0 if small else 4.0
         self.abort = 0.04 if small else 0.015
@@ -540,6 +545,16 @@ class Session:
         self._last_edit_target = None
         self.late_system = era == "v3legacy" and rng.random() < 0.3
         self.forced = {}  # turn number -> [event names] (showcase sessions)
+        self.want = set()  # features to produce at the next opportunity (showcase sessions)
+        self.quiet = False  # showcase sessions that only do their forced events
+        self.comp_first_kept = {}  # compaction id -> its firstKeptEntryId
+
+    def want_(self, name):
+        """Whether a showcase session still asks for `name`; the request is consumed."""
+        if name in self.want:
+            self.want.discard(name)
+            return True
+        return False
 
     # -- low level -------------------------------------------------------------------------
     def tick(self, lo, hi):
@@ -690,6 +705,8 @@ class Session:
         rng = self.rng
         names = [t for t in tools if t in TOOL_WEIGHTS] or ["read", "bash"]
         name = weighted(rng, [(TOOL_WEIGHTS[t], t) for t in names])
+        if "tool_result_usage" in self.want and self.era in ("v3", "v3legacy"):
+            name = "web_search"
         if name == "read":
             args = {"path": self.tool_path()}
             if rng.random() < 0.2:
@@ -733,7 +750,7 @@ class Session:
     def tool_result_content(self, name, args):
         """Returns (content blocks, details or None, isError, chars)."""
         rng = self.rng
-        err = rng.random() < 0.05
+        err = rng.random() < 0.05 or self.want_("tool_result_error")
         if err:
             txt = rng.choice(("ENOENT: no such file or directory, open '%s'" % args.get("path", "x"),
                               "Command exited with code 1\n" + self.pools.log_text(rng, 300),
@@ -771,7 +788,7 @@ class Session:
         m = self.model
         th = self.pools.text(rng, self.n("think"))
         if m.style == "anthropic":
-            if rng.random() < 0.03:
+            if rng.random() < 0.03 or self.want_("thinking_redacted"):
                 self.features["thinking_redacted"] += 1
                 return {"type": "thinking", "thinking": "", "thinkingSignature": self.pools.b64_text(rng, 800), "redacted": True}, 200
             return {"type": "thinking", "thinking": th, "thinkingSignature": self.pools.b64_text(rng, rng.randint(100, 1200))}, len(th)
@@ -813,13 +830,14 @@ class Session:
             inp = prompt - cr
             cw = 0
             reasoning = think_tokens
-            if model.provider == "openrouter" and rng.random() < 0.5:
+            if model.provider == "openrouter" and (rng.random() < 0.5 or "cost_total_from_provider" in self.want):
                 c = calc_cost(model, inp, out, cr, cw, None)[4]
                 total_override = round(c * rng.uniform(0.9, 1.15), 9)
                 if total_override == int(total_override):
                     total_override = None
                 else:
                     self.features["cost_total_from_provider"] += 1
+                    self.want.discard("cost_total_from_provider")
         else:  # google
             cr = (prompt // 2) if (self.cached and rng.random() < 0.5) else 0
             inp = prompt - cr
@@ -868,6 +886,8 @@ class Session:
         msg = {"role": "system", "content": ""}
         sections = {}
         r = rng.random()
+        if self.sys_sections and self.want_("system_section_removed"):
+            r = 0.5
         if r < 0.4 or not self.sys_sections:
             name = rng.choice(("skills", "agents_md", "plan_mode", "memory", "extension:lint"))
             sections[name] = self.pools.text(rng, self.n("section"))
@@ -918,9 +938,9 @@ class Session:
         rng = self.rng
         txt = self.user_text()
         tok = len(txt) // 4
-        if self.era == "v1" or rng.random() < 0.7 or self.era == "v2":
+        if self.era in ("v1", "v2") or (rng.random() < 0.7 and not self.want_("user_content_string")):
             content = [{"type": "text", "text": txt}]
-            if self.era != "v1" and rng.random() < self.P.ev["user_image"]:
+            if self.era != "v1" and (rng.random() < self.P.ev["user_image"] or self.want_("user_image")):
                 for _ in range(1 if rng.random() < 0.8 else 2):
                     img, _n = self.image_block()
                     content.append(img)
@@ -930,7 +950,7 @@ class Session:
             content = txt
             self.features["user_content_string"] += 1
         self.tick(5_000, 600_000 if not self.P.small else 60_000)
-        if rng.random() < 0.01:
+        if rng.random() < 0.01 or self.want_("long_gap"):
             self.tick(3_600_000, 3 * 86_400_000)  # came back hours/days later
             self.features["long_gap"] += 1
         mts = self.t
@@ -944,7 +964,7 @@ class Session:
         blocks = []
         think_chars = 0
         out_chars = 0
-        if self.thinking != "off" and m.reasoning and rng.random() < P.think:
+        if self.thinking != "off" and m.reasoning and (rng.random() < P.think or "thinking_redacted" in self.want):
             b, c = self.thinking_block()
             blocks.append(b)
             think_chars += c
@@ -965,6 +985,12 @@ class Session:
                 out_chars += len(c["name"]) + len(dumps(c["arguments"]))
         stop = "toolUse" if calls else "stop"
         r = rng.random()
+        if self.want_("stop_aborted"):
+            r = 0.0
+        elif self.want_("stop_error"):
+            r = P.abort
+        elif final and self.want_("stop_length"):
+            r = P.abort + P.error
         error_message = None
         mts = self.t
         self.tick(800, 90_000)
@@ -1006,13 +1032,19 @@ class Session:
             elif m.id in ANTHROPIC_FALLBACKS and rng.random() < 0.02:
                 msg["responseModel"] = ANTHROPIC_FALLBACKS[m.id]
                 self.features["responseModel"] += 1
-            elif rng.random() < 0.01:
+            elif rng.random() < 0.01 or self.want_("responseModel_same"):
                 msg["responseModel"] = m.id  # provider reported the requested model
                 self.features["responseModel_same"] += 1
+            elif self.virtual and self.want_("responseModel_virtual"):
+                msg["responseModel"] = ANTHROPIC_FALLBACKS.get(m.id, m.id)
+                self.features["responseModel"] += 1
+            if self.virtual and "responseModel" in msg:
+                self.features["responseModel_virtual"] += 1
             msg["thinkingLevel"] = self.thinking
         if error_message:
             msg["errorMessage"] = error_message
         self.features["assistant"] += 1
+        self.features["provider_" + m.provider] += 1
         tok = (out_chars + think_chars) // 4
         self.add("message", {"message": msg}, usage=usage, kind="assistant", tokens=tok)
         return calls, stop
@@ -1027,7 +1059,7 @@ class Session:
             if details is not None:
                 msg["details"] = details
             usage = None
-            if self.era in ("v3", "v3legacy") and c["name"] in TOOL_USAGE_TOOLS and not is_err and rng.random() < self.P.tool_usage:
+            if self.era in ("v3", "v3legacy") and c["name"] in TOOL_USAGE_TOOLS and not is_err and (rng.random() < self.P.tool_usage or self.want_("tool_result_usage")):
                 sub = MODEL_BY_KEY[("anthropic", "claude-haiku-4-5")] if rng.random() < 0.6 else MODEL_BY_KEY[("openai", "gpt-5-mini")]
                 msg["usage"] = USAGE_PH
                 usage = self.side_usage(sub, rng.randint(2000, 60000), rng.randint(100, 3000))
@@ -1053,7 +1085,7 @@ class Session:
             final = i == steps - 1
             calls, stop = self.assistant_message(final, tools)
             if stop in ("aborted", "error"):
-                if stop == "error" and rng.random() < 0.6:
+                if stop == "error" and (rng.random() < 0.6 or self.want_("retry_after_error")):
                     self.tick(1000, 20_000)
                     self.assistant_message(True, tools)  # retry succeeded
                     self.features["retry_after_error"] += 1
@@ -1151,14 +1183,20 @@ class Session:
         self.features["custom_message"] += 1
         return self.add("custom_message", f, kind="custom_message", tokens=len(txt) // 4, custom_order=True)
 
-    def label(self):
+    def label(self, on_path=False):
         rng = self.rng
         if not self.order:
             return
-        target = rng.choice(self.order[-50:])
+        if on_path and self.path:
+            target, clear = rng.choice([e for e in self.path[-50:] if self.meta[e][1] != "label"] or self.path[-1:]), False
+        elif self.labels and self.want_("label_cleared"):
+            target, clear = rng.choice(sorted(self.labels)), True
+        else:
+            target = rng.choice(self.order[-50:])
+            clear = not (rng.random() < 0.85 or target not in self.labels)
         self.tick(100, 60_000)
         f = {"targetId": target}
-        if rng.random() < 0.85 or target not in self.labels:
+        if not clear:
             f["label"] = rng.choice(("checkpoint", "good state", "before refactor", "✅ tests pass", "分岐点"))
             self.labels[target] = (f["label"], iso(self.t))
         else:
@@ -1171,7 +1209,7 @@ class Session:
         rng = self.rng
         self.tick(100, 60_000)
         r = rng.random()
-        if r < 0.1:
+        if r < 0.1 or self.want_("session_info_cleared"):
             name = ""
             self.features["session_info_cleared"] += 1
         else:
@@ -1194,35 +1232,95 @@ class Session:
         msg["truncated"] = rng.random() < 0.1
         if msg["truncated"]:
             msg["fullOutputPath"] = "/tmp/pi-bash-%08x.log" % rng.getrandbits(32)
-        if self.era == "v3" and rng.random() < 0.2:
+        if self.era == "v3" and (rng.random() < 0.2 or self.want_("bash_exclude_from_context")):
             msg["excludeFromContext"] = True
             self.features["bash_exclude_from_context"] += 1
         msg["timestamp"] = self.t
         self.features["bashExecution"] += 1
         self.add("message", {"message": msg}, kind="bash", tokens=len(out) // 4)
 
-    def context_edit(self):
+    def compacted_targets(self):
+        """Path entries before the kept range of the latest compaction on the path, and that compaction."""
+        c = None
+        for i in range(len(self.path) - 1, -1, -1):
+            if self.meta[self.path[i]][1] == "compaction":
+                c = i
+                break
+        if c is None:
+            return [], None
+        fk = self.comp_first_kept.get(self.path[c])
+        end = self.pidx[fk] if fk in self.pidx and self.pidx[fk] < c else c
+        return [e for e in self.path[max(0, end - 400):end] if self.meta[e][1] in CONTEXT_KINDS], self.path[c]
+
+    def context_edit(self, mode=None):
+        """A context_edit entry. mode: path (a target on the active path), off_path (a target on an
+        abandoned branch), compacted (a target before the latest compaction's kept range) or
+        compaction (the latest compaction itself)."""
         rng = self.rng
-        cands = [e for e in self.path[-400:] if self.meta[e][1] in CONTEXT_KINDS]
-        if not cands:
-            return
-        if rng.random() < 0.2 and getattr(self, "_last_edit_target", None) in self.pidx:
-            target = self._last_edit_target
-            self.features["context_edit_same_target"] += 1
-        else:
-            target = rng.choice(cands)
+        P = self.P
+        if mode is None:
+            r = rng.random()
+            mode = "off_path" if r < P.ce_off_path else "compacted" if r < P.ce_off_path + P.ce_compacted else "path"
+            if mode == "compacted" and rng.random() < 0.15:
+                mode = "compaction"
+        if mode == "path":
+            for w, m in (("context_edit_off_path", "off_path"), ("context_edit_compacted_target", "compacted"),
+                         ("context_edit_target_compaction", "compaction")):
+                if w in self.want:
+                    mode = m
+                    break
+        target = None
+        if mode == "off_path":
+            cands = [e for e in self.order[-400:] if e not in self.pidx and self.meta[e][1] in CONTEXT_KINDS]
+            if cands:
+                target = rng.choice(cands)
+                self.features["context_edit_off_path"] += 1
+                self.want.discard("context_edit_off_path")
+        elif mode in ("compacted", "compaction"):
+            cands, comp = self.compacted_targets()
+            if mode == "compaction" and comp is not None:
+                target = comp
+            elif cands:
+                target = rng.choice(cands)
+                self.features["context_edit_compacted_target"] += 1
+                self.want.discard("context_edit_compacted_target")
+        if target is None:
+            cands = [e for e in self.path[-400:] if self.meta[e][1] in CONTEXT_KINDS]
+            if not cands:
+                return None
+            if self._last_edit_target in self.pidx and (rng.random() < 0.2 or self.want_("context_edit_same_target")):
+                target = self._last_edit_target
+                self.features["context_edit_same_target"] += 1
+            else:
+                target = rng.choice(cands)
+                for k in CONTEXT_KINDS:
+                    if "context_edit_target_" + k in self.want:
+                        sub = [e for e in cands if self.meta[e][1] == k]
+                        if sub:
+                            target = rng.choice(sub)
+                            break
         self._last_edit_target = target
         kind = self.meta[target][1]
         r = rng.random()
+        plain = False
+        if self.want_("context_edit_null"):
+            r = 0.0
+        elif "context_edit_string" in self.want:
+            r, plain = 0.5, self.want_("context_edit_string")
+        elif "context_edit_string_normalized" in self.want and kind in ("assistant", "toolResult"):
+            r = 0.5
+        elif self.want_("context_edit_array"):
+            r = 0.9
         self.tick(100, 30_000)
         if r < 0.35:
             rep = None
             self.features["context_edit_null"] += 1
         elif r < 0.7:
             txt = "[edited] " + self.pools.text(rng, self.n("text"))
-            if kind in ("assistant", "toolResult") and rng.random() < 0.9:
+            if kind in ("assistant", "toolResult") and rng.random() < 0.9 and not plain:
                 rep = {"content": [{"type": "text", "text": txt}]}  # what appendContextEdit writes
                 self.features["context_edit_string_normalized"] += 1
+                self.want.discard("context_edit_string_normalized")
             else:
                 rep = {"content": txt}
                 self.features["context_edit_string"] += 1
@@ -1235,19 +1333,34 @@ class Session:
             self.features["context_edit_array"] += 1
         self.features["context_edit"] += 1
         self.features["context_edit_target_" + kind] += 1
-        self.add("context_edit", {"targetId": target, "replacement": rep}, kind="context_edit")
+        self.want.discard("context_edit_target_" + kind)
+        return self.add("context_edit", {"targetId": target, "replacement": rep}, kind="context_edit")
 
-    def branch(self, summary=None):
-        """Move the leaf back to an earlier entry (abandoning billed work), maybe with a summary."""
+    def context_edit_abandoned(self):
+        """A context edit that a branch then leaves behind: the edit itself is off the active path."""
         rng = self.rng
-        if len(self.path) < 6:
+        eid = self.context_edit()
+        if eid is None or self.era == "v1":
             return
-        lo = max(1, len(self.path) - 120)
-        cands = [i for i in range(lo, len(self.path) - 2) if self.meta[self.path[i]][1] in ("user", "assistant", "toolResult")]
+        i = self.pidx[eid]
+        lo = max([1, i - 80] + [j + 1 for j in range(i) if self.meta[self.path[j]][1] == "compaction"])
+        cands = [j for j in range(lo, i) if self.meta[self.path[j]][1] in ("assistant", "toolResult")]
         if not cands:
             return
-        i = rng.choice(cands)
-        point = self.path[i]
+        self.branch(point=self.path[rng.choice(cands)])
+        self.features["context_edit_abandoned"] += 1
+
+    def branch(self, summary=None, point=None):
+        """Move the leaf back to an earlier entry (abandoning billed work), maybe with a summary."""
+        rng = self.rng
+        if point is None:
+            if len(self.path) < 6:
+                return
+            lo = max(1, len(self.path) - 120)
+            cands = [i for i in range(lo, len(self.path) - 2) if self.meta[self.path[i]][1] in ("user", "assistant", "toolResult")]
+            if not cands:
+                return
+            point = self.path[rng.choice(cands)]
         if self.meta[point][1] == "user":  # re-edit a user message: continue from its parent
             point = self.meta[point][0]
             if point is None:
@@ -1260,7 +1373,7 @@ class Session:
             f = {"fromId": old_leaf, "summary": summ,
                  "details": {"readFiles": [self.tool_path() for _ in range(rng.randint(0, 3))], "modifiedFiles": [self.tool_path()]}}
             u = None
-            if rng.random() < 0.8:
+            if rng.random() < 0.8 or self.want_("branch_summary_usage"):
                 f["usage"] = USAGE_PH
                 u = self.side_usage(self.model, int(self.ctx), len(summ) // 4)
                 self.features["branch_summary_usage"] += 1
@@ -1318,7 +1431,7 @@ class Session:
         elif r < 0.27:
             mode = "offpath"
         if force_mode:
-            mode = "real" if force_mode == "older" else force_mode
+            mode = {"older": "real", "missing": "offpath"}.get(force_mode, force_mode)
         first_kept = None
         kept_tokens = 0
         if mode == "real":
@@ -1336,7 +1449,7 @@ class Session:
                 first_kept = self.path[i]
                 kept_tokens = sum(self.meta[e][2] for e in self.path[i:] if self.meta[e][1] != "system")
         if mode == "offpath":
-            off = [e for e in self.order[-300:] if e not in self.pidx and self.meta[e][1] != "label"]
+            off = [e for e in self.order[-300:] if e not in self.pidx and self.meta[e][1] != "label"] if force_mode != "missing" else []
             if off:
                 first_kept = rng.choice(off)
                 self.features["compaction_first_kept_off_path"] += 1
@@ -1358,30 +1471,68 @@ class Session:
             f["details"] = {"readFiles": [self.tool_path() for _ in range(rng.randint(0, 4))],
                             "modifiedFiles": [self.tool_path() for _ in range(rng.randint(0, 3))]}
         u = None
-        if rng.random() < 0.75:
+        use = rng.random() < 0.75
+        if self.want_("compaction_usage"):
+            use = True
+        elif self.want_("compaction_no_usage"):
+            use = False
+        if use:
             f["usage"] = USAGE_PH
             u = self.side_usage(self.model, tokens_before, len(summ) // 4)
             self.features["compaction_usage"] += 1
+        else:
+            self.features["compaction_no_usage"] += 1
         if rng.random() < 0.7:
             f["fromHook"] = rng.random() < 0.1
         sys_tok = 0
-        if self.era in ("v3", "v3legacy") and self.has_system and rng.random() < 0.8:
+        use = self.era in ("v3", "v3legacy") and self.has_system and rng.random() < 0.8
+        if self.has_system and self.want_("compaction_system_message"):
+            use = True
+        elif self.want_("compaction_no_system_message"):
+            use = False
+        if use:
             sm = self.current_system_message(self.t)
             f["systemMessage"] = sm
             sys_tok = len(dumps(sm)) // 4
             self.features["compaction_system_message"] += 1
+        else:
+            self.features["compaction_no_system_message"] += 1
         self.features["compaction"] += 1
         after = len(summ) // 4 + sys_tok + kept_tokens
-        self.add("compaction", f, usage=u, kind="compaction", tokens=after, eid=own)
+        eid = self.add("compaction", f, usage=u, kind="compaction", tokens=after, eid=own)
+        self.comp_first_kept[eid] = first_kept
         self.cached = 0
 
     def forced_event(self, name):
         if name.startswith("compaction:"):
             self.compaction(force_mode=name.split(":")[1])
+        elif name.startswith("context_edit:"):
+            self.context_edit(mode=name.split(":")[1])
+        elif name.startswith("model:"):  # model:<provider>/<model id>
+            prov, mid = name[6:].split("/", 1)
+            self.tick(500, 20_000)
+            self.virtual = None
+            self.model = MODEL_BY_KEY[(prov, mid)]
+            self.cached = 0
+            self.add("model_change", {"provider": prov, "modelId": mid})
+            self.features["model_change"] += 1
+        elif name.startswith("thinking:"):
+            self.tick(500, 20_000)
+            self.thinking = name.split(":")[1]
+            self.add("thinking_level_change", {"thinkingLevel": self.thinking})
+            self.features["thinking_level_change"] += 1
+        elif name == "virtual_model":
+            self.model_change(virtual=True)
         elif name == "branch_summary":
             self.branch(summary=True)
         elif name == "branch":
             self.branch(summary=False)
+        elif name == "label:path":  # a label whose target is on the active path
+            self.label(on_path=True)
+        elif name == "quiet":  # no random side events from here on
+            self.quiet = True
+        elif name == "usage_unknown":
+            self.usage_entry(unknown=True)
         elif name == "usage_tiny":
             self.usage_entry(unknown=True, tiny=True)
         else:
@@ -1398,7 +1549,11 @@ class Session:
             turns += 1
             for ev_name in self.forced.get(turns, ()):
                 self.forced_event(ev_name)
-            if self.era != "v1":
+            # random compactions leave room for the forced ones still to come (3 at most per session)
+            reserved = sum(1 for t, names in self.forced.items() if t > turns for n in names if n.startswith("compaction:"))
+            if self.quiet:
+                pass
+            elif self.era != "v1":
                 if self.late_system and not self.has_system and turns > 1:
                     self.initial_system()  # an old session resumed by a newer Pi declares its prompt late
                     self.features["system_late"] += 1
@@ -1425,6 +1580,8 @@ class Session:
                     self.label()
                 if self.era in ("v3", "v3legacy") and rng.random() < ev["context_edit"]:
                     self.context_edit()
+                if self.era in ("v3", "v3legacy") and rng.random() < ev["context_edit_abandoned"]:
+                    self.context_edit_abandoned()
                 if rng.random() < ev["branch"]:
                     self.branch()
                 elif rng.random() < ev["branch"] * 0.04:
@@ -1434,32 +1591,59 @@ class Session:
                     self.model_change()
                 if rng.random() < ev["thinking_change"]:
                     self.thinking_change()
-            if rng.random() < ev["bash_exec"]:
+            if not self.quiet and rng.random() < ev["bash_exec"]:
                 self.bash_execution()
-            if self.ctx > self.model.eff * 0.8 or rng.random() < ev["compaction_random"]:
+            if (self.ctx > self.model.eff * 0.8 or (not self.quiet and rng.random() < ev["compaction_random"])) and \
+                    self.compactions + reserved < 3:
                 self.compaction()
             self.user_message()
             self.agent_turn()
         return turns
 
 
-# The first session files of every corpus: each feature at least once, whatever the size.
-# ("new", era, min_turns, {turn: [events]}) or ("fork", how, index of the source in this list)
+# The first session files of every corpus: each feature of FEATURE_CATALOGUE at least once, whatever
+# the seed and size. A "new" step: (era, min_turns, {turn: [forced events]}, wanted features, quiet);
+# a "fork" step: (how, position of the source in this list); "ghost": a source generated, never written, then forked.
+_CE_WANTS = ["context_edit_target_user", "context_edit_target_assistant", "context_edit_target_toolResult",
+             "context_edit_target_custom_message", "context_edit_null", "context_edit_string",
+             "context_edit_string_normalized", "context_edit_array", "context_edit_same_target", "context_edit_off_path",
+             "context_edit_compacted_target", "context_edit_target_compaction"]
 SHOWCASE = [
-    ("new", "v1", 7, {3: ["compaction:real"], 6: ["compaction:real"], 2: ["bash_execution"]}),
-    ("fork", "forkFrom", 0),
-    ("new", "v2", 6, {2: ["custom_message", "label"], 3: ["compaction:real"], 5: ["branch_summary"]}),
-    ("fork", "forkFrom", 2),
-    ("new", "v3", 10, {2: ["compaction:real", "usage_tiny", "custom_message"], 3: ["branch_summary", "context_edit"],
+    ("new", "v1", 7, {2: ["bash_execution"], 3: ["compaction:real"], 6: ["compaction:real"]}, ["v1_branchedFrom"], False),
+    ("fork", "forkFrom", 0),  # fork of a v1 file
+    ("new", "v2", 6, {2: ["custom_message", "label"], 3: ["compaction:real"], 5: ["branch_summary"]}, [], False),
+    ("fork", "forkFrom", 2),  # fork of a v2 file
+    ("new", "v3", 12, {2: ["compaction:real", "usage_tiny", "custom_message"], 3: ["branch_summary", "context_edit"],
                        4: ["compaction:none", "label", "session_info"], 5: ["context_edit", "system_patch"],
-                       6: ["compaction:older", "custom_entry"], 7: ["branch", "usage_entry"], 8: ["context_edit", "new_root"],
-                       9: ["label", "bash_execution"]}),
+                       6: ["compaction:real", "custom_entry"], 7: ["branch", "usage_entry"], 8: ["context_edit", "new_root"],
+                       9: ["label", "bash_execution"], 10: ["label", "session_info", "system_patch", "bash_execution"],
+                       12: ["quiet", "label:path", "virtual_model"]},
+     ["label_cleared", "session_info_cleared", "system_section_removed", "bash_exclude_from_context", "user_image",
+      "user_content_string", "tool_result_error", "long_gap", "branch_summary_usage", "compaction_system_message",
+      "compaction_usage", "responseModel_virtual"], False),
     ("fork", "branched", 4),
-    ("new", "v3", 6, {2: ["compaction:offpath"], 3: ["branch_summary"], 4: ["compaction:offpath"], 5: ["context_edit"]}),
+    ("new", "v3", 6, {2: ["compaction:offpath"], 3: ["branch_summary"], 4: ["compaction:offpath"], 5: ["context_edit"]},
+     ["compaction_no_system_message", "compaction_no_usage"], False),
     ("fork", "forkFrom_cross_project", 6),
-    ("new", "v3legacy", 5, {3: ["context_edit", "usage_entry"]}),
+    ("new", "v3legacy", 5, {3: ["context_edit", "usage_entry"]}, [], False),
     ("fork", "clone_no_parent", 4),
-    ("fork", "branched", 5),
+    ("fork", "branched", 5),  # a fork of a fork
+    # a tour of providers and stop reasons
+    ("new", "v3", 10, {1: ["model:anthropic/claude-sonnet-4-5", "thinking:high"], 2: ["model:openrouter/openrouter/auto"],
+                       3: ["model:openrouter/qwen/qwen3-coder"], 4: ["model:xai/grok-code-fast-1"],
+                       5: ["model:ollama/qwen2.5-coder:32b"], 6: ["model:google/gemini-2.5-pro"], 7: ["model:openai/gpt-5"],
+                       8: ["model:anthropic/claude-opus-4-5", "thinking:medium", "usage_entry"], 9: ["usage_unknown"]},
+     ["thinking_redacted", "cacheWrite1h", "responseModel_same", "cost_total_from_provider", "stop_aborted", "stop_error",
+      "retry_after_error", "stop_length", "tool_result_usage"], True),
+    # context edits of every kind: on and off the path, before the kept range, of the compaction itself, abandoned
+    ("new", "v3", 11, {2: ["custom_message"], 3: ["branch", "context_edit:path"], 4: ["context_edit:off_path"],
+                       5: ["compaction:real", "custom_message", "context_edit:compacted", "context_edit:path"],
+                       6: ["context_edit_abandoned", "context_edit:path"], 7: ["context_edit:compaction", "context_edit:path"],
+                       8: ["custom_message", "context_edit:path", "context_edit:path"], 9: ["context_edit:path", "compaction:missing"],
+                       10: ["context_edit:compacted", "context_edit:path"], 11: ["context_edit:path"]}, _CE_WANTS, True),
+    ("ghost", "branched", ("v3", 4, {2: ["label"]}, [], False)),
+    # an older compaction inside the latest one's kept range
+    ("new", "v3", 6, {3: ["compaction:real"], 5: ["compaction:older"], 6: ["compaction:none"]}, [], True),
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -1474,15 +1658,11 @@ class Generator:
         self.scale = scale
         self.P = Profile(scale)
         self.pools = Pools(seed, scale)
-        self.files = []  # manifest rows
-        self.cache = []  # recent sessions that may be forked
-        self.total_bytes = 0
-        self.total_lines = 0
-        self.session_files = 0
         self.made_dirs = set()
 
     # -- output ------------------------------------------------------------------------------
     def write_file(self, rel, data, row):
+        """Writes one file; returns its manifest row."""
         path = os.path.join(self.out, rel)
         d = os.path.dirname(path)
         if d not in self.made_dirs:
@@ -1509,14 +1689,14 @@ class Generator:
         row["path"] = rel
         row["bytes"] = n
         row["lines"] = lines
-        self.files.append(row)
-        self.total_bytes += n
-        self.total_lines += lines
-        return n
+        return row
 
     @staticmethod
     def rel_for(cwd, header_ms, sid):
         return folder_for_cwd(cwd) + "/" + iso(header_ms).replace(":", "-").replace(".", "-") + "_" + sid + ".jsonl"
+
+    def rel_of(self, s):
+        return self.rel_for(s.cwd, ms_from_iso(s.header["timestamp"]), s.session_id)
 
     def emit_session(self, s: Session, rel, *, damage=None, extra=None):
         row = {"kind": s.kind, "expect": "ok", "sessionId": s.session_id, "version": s.header.get("version"),
@@ -1528,24 +1708,24 @@ class Generator:
             row.update(extra)
         data = s.lines
         if damage:
-            data = self.apply_damage(s, ("\n".join(s.lines) + "\n").encode("utf-8"), damage, row)
-        self.write_file(rel, data, row)
-        self.session_files += 1
+            data = self.apply_damage(s, damage, row)
+        return self.write_file(rel, data, row)
 
     # -- sessions ------------------------------------------------------------------------------
     def pick_project(self, rng):
         return weighted(rng, PROJECTS)
 
-    def new_session(self, idx, era=None, target=None, rng=None, forced=None, min_turns=1):
+    def new_session(self, idx, era, target, rng=None, forced=None, min_turns=1, wants=(), quiet=False):
         rng = rng or random.Random(f"{self.seed}:session:{idx}")
         P = self.P
-        if era is None:
-            era = weighted(rng, [(5, "v1"), (5, "v2"), (15, "v3legacy"), (75, "v3")])
         cwd = self.pick_project(rng)
         lo, hi = ERA_RANGES[era]
         start = rng.randint(lo, hi)
-        target = target or P.session_target(rng)
         s = Session(self, rng, era, cwd, start, target)
+        s.want = set(wants)
+        s.quiet = quiet
+        if "cacheWrite1h" in s.want:
+            s.long_cache = True
         if forced:
             s.forced = forced
             if era == "v3legacy":
@@ -1557,7 +1737,7 @@ class Generator:
             s.model = m
             s.thinking = rng.choice(("off", "off", "low", "medium"))
             extra = {"provider": m.provider, "modelId": m.id, "thinkingLevel": s.thinking}
-            if rng.random() < 0.2:
+            if rng.random() < 0.2 or s.want_("v1_branchedFrom"):
                 extra["branchedFrom"] = SESSIONS_ROOT + "/" + self.rel_for(cwd, start - rng.randint(60_000, 3_600_000), uuid4(rng))
                 s.features["v1_branchedFrom"] += 1
             s.write_header(uuid4(rng), None, v1_extra=extra)
@@ -1571,6 +1751,7 @@ class Generator:
             sid = uuid7(rng, start) if era == "v3" else uuid4(rng)
             s.write_header(sid, 3)
             s.kind = "v3" if era == "v3" else "v3-no-system"
+            s.features["v3" if era == "v3" else "v3_no_system"] += 1
         # setup entries, flushed with the first user message
         s.tick(10, 400)
         if era != "v1":
@@ -1591,7 +1772,7 @@ class Generator:
         return s
 
     # -- forks -------------------------------------------------------------------------------------
-    def fork_session(self, idx, src_entry, how, rng):
+    def fork_session(self, idx, src_entry, how, rng, target, wants=()):
         src = src_entry["session"]
         src_rel = src_entry["rel"]
         P = self.P
@@ -1600,13 +1781,13 @@ class Generator:
             target_cwd = self.pick_project(rng)
         last_ms = src.t
         start = last_ms + rng.randint(60_000, 5 * 86_400_000)
-        target = P.session_target(rng)
         s = Session(self, rng, "v3", target_cwd, start, max(target, src.size + (2_000 if P.small else 30_000)))
         s.mult = src.mult
         s.model = src.model
         s.thinking = src.thinking
         s.sys_sections, s.sys_tools, s.sys_content = dict(src.sys_sections), dict(src.sys_tools), list(src.sys_content)
         s.has_system = src.has_system
+        s.want = set(wants)
         s.kind = "fork"
         s.fork_of = src_rel
         s.inherited = dict(sorted((src.features + Counter(src.inherited or {})).items()))
@@ -1617,12 +1798,16 @@ class Generator:
         else:
             s.write_header(sid, 3, parent_session=parent_path)
         s.features["fork_" + how] += 1
+        if src.kind == "fork":
+            s.features["fork_of_fork"] += 1
+        elif src.era == "v2":
+            s.features["fork_of_v2"] += 1
         if src_entry.get("ghost"):
             s.features["fork_parent_missing"] += 1
         if how == "branched" and src.era != "v1":
             # createBranchedSession: the path root..point, labels dropped and re-chained, labels re-created
             cands = [e for e in src.path if src.meta[e][1] in ("user", "assistant", "toolResult")]
-            point = rng.choice(cands[len(cands) // 2:]) if cands and rng.random() < 0.6 else src.leaf
+            point = rng.choice(cands[len(cands) // 2:]) if cands and rng.random() < 0.6 and not s.want_("fork_at_leaf") else src.leaf
             chain = []
             cur = point
             while cur is not None:
@@ -1652,6 +1837,7 @@ class Generator:
                     s.meta[lid] = [parent, "label", 0, len(s.lines) - 1]
                     s.order.append(lid)
                     parent = lid
+                    s.labels[target_id] = (label, lts)
                     s.features["fork_label_recreated"] += 1
             s.leaf = parent
             s.set_path_to(parent)
@@ -1685,44 +1871,141 @@ class Generator:
 
     # -- damaged and stray files ------------------------------------------------------------------
     DAMAGE_KINDS = ["truncated_tail", "no_final_newline", "blank_lines", "malformed_line", "crlf",
-                    "stray_non_session", "stray_nested", "empty", "only_blank", "bom", "header_not_first"]
+                    "stray_non_session", "stray_nested", "empty", "only_blank", "bom", "header_not_first",
+                    "scalar_lines", "unknown_type", "invalid_utf8", "duplicate_ids"]
+    # what Pi 1.6.0 does with each kind (the oracle's status), checked by check_corpus.mjs
+    DAMAGE_EXPECT = {"bom": "rejected", "header_not_first": "rejected", "stray_non_session": "rejected",
+                     "stray_nested": "rejected", "empty": "rejected", "only_blank": "rejected"}
+    SCALARS_KEPT = ["42", '"note to self"', "[1,2,3]", "-1.5", '"日本語 ✅"', '["a",{"b":null}]', "true", "7"]
+    SCALARS_DROPPED = ["null", "0", "false", '""']
+    INVALID_UTF8 = [b"\xff", b"\xfe\xfe", b"\xc3", b"\xe2\x82", b"\xf0\x9f\x98", b"\xed\xa0\x80", b"\xc0\xaf",
+                    b"\x80\x80", b"\xf8\x88\x80\x80\x80", b"caf\xe9", b"\xf4\x90\x80\x80"]
 
-    def apply_damage(self, s, data, kind, row):
+    def apply_damage(self, s, kind, row):
+        """The session's lines with one kind of damage, as bytes. row gets `damagedLines`: the
+        0-based physical lines that are deliberately not what JSON.stringify writes (or not entries)."""
         rng = s.rng
-        text = data.decode("utf-8")
-        lines = text.split("\n")[:-1]
+        lines = list(s.lines)
+        damaged = set()
+        sep, end = "\n", "\n"
+        raw = {}  # line index -> bytes (invalid UTF-8)
         if kind == "truncated_tail":
             last = lines[-1]
             cut = rng.randint(max(1, len(last) // 4), max(2, len(last) - 2))
-            text = "\n".join(lines[:-1]) + "\n" + last[:cut]
+            lines[-1] = last[:cut]
+            end = ""
+            damaged.add(len(lines) - 1)
             row["pendingTailChars"] = cut
         elif kind == "no_final_newline":
-            text = "\n".join(lines)
+            end = ""
         elif kind == "blank_lines":
             out = []
             for i, l in enumerate(lines):
                 out.append(l)
-                if i > 0 and rng.random() < 0.15:
+                if i == 0 or rng.random() < 0.15:
                     out.append(rng.choice(("", "   ", "\t", "")))
-            out.insert(1, "")
-            text = "\n".join(out) + "\n\n"
+                    damaged.add(len(out) - 1)
+            out.append("")
+            damaged.add(len(out) - 1)
+            lines = out
         elif kind == "malformed_line":
             i = rng.randint(2, max(2, len(lines) - 1))
             bad = lines[min(i, len(lines) - 1)][: rng.randint(10, 60)]
             lines.insert(i, bad)
             lines.insert(1, "{not json at all")
-            text = "\n".join(lines) + "\n"
+            damaged.update((1, i + 1))
             row["malformedLines"] = 2
         elif kind == "crlf":
-            text = "\r\n".join(lines) + "\r\n"
+            sep = end = "\r\n"
         elif kind == "bom":
-            text = "\ufeff" + text
-            row["expect"] = "rejected"
+            lines[0] = "\ufeff" + lines[0]
         elif kind == "header_not_first":
             lines[0], lines[1] = lines[1], lines[0]
-            text = "\n".join(lines) + "\n"
-            row["expect"] = "rejected"
-        return text.encode("utf-8")
+        elif kind == "scalar_lines":
+            # JSON values that are not objects, mid-file; sometimes one is the last line, so the leaf
+            vals = [rng.choice(self.SCALARS_KEPT)] + [rng.choice(self.SCALARS_KEPT + self.SCALARS_DROPPED) for _ in range(rng.randint(0, 3))]
+            for v in vals:
+                p = rng.randint(2, len(lines) - 1)
+                lines.insert(p, v)
+                damaged = {d + (d >= p) for d in damaged} | {p}
+            if rng.random() < 0.25:
+                lines.append(rng.choice(self.SCALARS_KEPT + self.SCALARS_DROPPED))
+                damaged.add(len(lines) - 1)
+                row["scalarLeaf"] = True
+        elif kind == "unknown_type":
+            # objects with a type Pi does not know: some on the tree (the next entry re-chained to them), some without ids
+            for j in range(rng.randint(2, 4)):
+                p = rng.randint(2, len(lines) - 1)
+                prev = json.loads(lines[p - 1])
+                t = rng.choice(("x-telemetry", "ext:audit-log", "checkpoint", "message_v9"))
+                if j % 2 == 0 and isinstance(prev, dict) and isinstance(prev.get("id"), str):
+                    nid = s.new_id()
+                    e = {"type": t, "id": nid, "parentId": prev["id"], "timestamp": prev.get("timestamp"),
+                         "data": {"seq": j, "note": rng.choice(("render", "flush", "ツール"))}}
+                    old = '"parentId":%s' % dumps(prev["id"])
+                    if old in lines[p] and rng.random() < 0.7:
+                        lines[p] = lines[p].replace(old, '"parentId":%s' % dumps(nid), 1)
+                        row["unknownOnPath"] = row.get("unknownOnPath", 0) + 1
+                else:
+                    e = {"type": t, "timestamp": prev.get("timestamp") if isinstance(prev, dict) else None, "event": "tick", "ms": rng.randint(1, 900)}
+                lines.insert(p, dumps(e))
+                damaged = {d + (d >= p) for d in damaged}
+            if rng.random() < 0.25:  # the last entry, so the leaf, of an unknown type
+                last = json.loads(lines[-1])
+                e = {"type": "x-telemetry", "timestamp": last.get("timestamp"), "event": "exit"}
+                if rng.random() < 0.5:
+                    e = {"type": "x-telemetry", "id": s.new_id(), "parentId": last.get("id"), "timestamp": last.get("timestamp"), "event": "exit"}
+                lines.append(dumps(e))
+                row["unknownLeaf"] = True
+            row["unknownTypes"] = j + 1
+        elif kind == "invalid_utf8":
+            cands = [i for i in range(1, len(lines)) if '"text":"' in lines[i]] or \
+                    [i for i in range(1, len(lines)) if '"content":"' in lines[i]]
+            for i in rng.sample(cands, min(len(cands), rng.randint(1, 2))):
+                key = '"text":"' if '"text":"' in lines[i] else '"content":"'
+                k = lines[i].index(key) + len(key)
+                bad = b"".join(rng.choice(self.INVALID_UTF8) for _ in range(rng.randint(1, 3)))
+                raw[i] = lines[i][:k].encode("utf-8") + bad + lines[i][k:].encode("utf-8")
+                damaged.add(i)
+        elif kind == "duplicate_ids":
+            self.duplicate_id(s, rng, lines, damaged, row)
+        row["expect"] = self.DAMAGE_EXPECT.get(kind, "ok")
+        row["damagedLines"] = sorted(damaged)
+        parts = [raw[i] if i in raw else l.encode("utf-8") for i, l in enumerate(lines)]
+        return sep.encode().join(parts) + end.encode()
+
+    @staticmethod
+    def duplicate_id(s, rng, lines, damaged, row):
+        """Two entries with the same id. Either a later entry X takes the id of an earlier entry A
+        that is not its ancestor (X's children follow it), or an earlier line is repeated later.
+        Neither can make a parent chain loop."""
+        line_of = {e: s.meta[e][3] for e in s.order}
+        ids = [e for e in s.order if '","id":"%s","parentId"' % e in lines[line_of[e]][:60]]
+        if len(ids) >= 4 and rng.random() < 0.6:
+            for x in rng.sample(ids[len(ids) // 2:], min(8, len(ids) - len(ids) // 2)):
+                anc = set()
+                cur = x
+                while cur is not None:
+                    anc.add(cur)
+                    cur = s.meta[cur][0]
+                cands = [a for a in s.order[: s.order.index(x)] if a not in anc]
+                if not cands:
+                    continue
+                a = rng.choice(cands)
+                li = line_of[x]
+                lines[li] = lines[li].replace('"id":"%s"' % x, '"id":"%s"' % a, 1)
+                for e in s.order:
+                    if s.meta[e][0] == x:
+                        lj = line_of[e]
+                        lines[lj] = lines[lj].replace('"parentId":"%s"' % x, '"parentId":"%s"' % a, 1)
+                damaged.add(li)
+                row["duplicateIdMode"] = "reused"
+                return
+        a = rng.choice(s.order[:-1])
+        p = rng.randint(line_of[a] + 1, len(lines) - 1)
+        lines.insert(p, lines[line_of[a]])
+        damaged.add(p)
+        row["duplicateIdMode"] = "repeated_line"
 
     def emit_damaged(self, kind, idx):
         rng = random.Random(f"{self.seed}:damage:{kind}:{idx}")
@@ -1747,102 +2030,198 @@ class Generator:
                 if kind == "stray_nested":
                     rel = folder + "/" + uuid4(rng) + "/subagent-%d.jsonl" % rng.randint(1, 9)
                 else:
-                    rel = folder + "/" + rng.choice(("transcript", "ext-audit", "todo-log")) + ".jsonl"
-            self.write_file(rel, data, {"kind": "stray" if kind.startswith("stray") else "damaged", "expect": "rejected",
-                                        "damage": kind, "features": {}})
-            return
+                    rel = folder + "/" + rng.choice(("transcript", "ext-audit", "todo-log")) + "-%06x.jsonl" % rng.getrandbits(24)
+            return [self.write_file(rel, data, {"kind": "stray" if kind.startswith("stray") else "damaged", "expect": "rejected",
+                                                "damage": kind, "damagedLines": [0, 1, 2] if kind == "only_blank" else [],
+                                                "features": {}})]
         P = self.P
-        s = self.new_session(10_000_000 + idx, era="v3" if kind != "blank_lines" or rng.random() < 0.5 else "v1",
-                             target=min(P.session_target(rng), 40_000), rng=rng)
+        s = self.new_session(10_000_000 + idx, "v3" if kind != "blank_lines" or rng.random() < 0.5 else "v1",
+                             min(P.session_target(rng), 40_000), rng=rng)
         s.kind = "damaged"
-        rel = self.rel_for(s.cwd, ms_from_iso(s.header["timestamp"]), s.session_id)
-        self.emit_session(s, rel, damage=kind)
-        self.session_files -= 1
+        return [self.emit_session(s, self.rel_of(s), damage=kind)]
 
-    # -- main loop --------------------------------------------------------------------------------
-    def run(self, n_sessions=None, n_bytes=None):
+    # -- the plan ----------------------------------------------------------------------------------
+    def plan(self, n_sessions=None, n_bytes=None):
+        """Yields the corpus as a sequence of tasks: sessions (dicts that say how to build them,
+        a fork holding its source's dict) and damaged/stray files. The plan depends only on the seed,
+        the scale and n_sessions|n_bytes, never on what a task produced, so that tasks can run in any
+        order and in any process. It is endless with n_bytes: the caller stops consuming it."""
         P = self.P
-        idx = 0
-        dmg_i = 0
-        made_damage = Counter()
+        seed = self.seed
         fork_p = 0.12 if P.small else 0.07
-        cache_limit = 400_000 if P.small else 6_000_000
-        # damaged files at a steady rate; every kind at least once
-        damage_every = 6 if P.small else 90
-
-        def done():
-            if n_sessions is not None:
-                return self.session_files >= n_sessions
-            return self.total_bytes >= n_bytes
-
-        showcase = list(SHOWCASE)
-        by_idx = {}
-        while not done():
-            rng = random.Random(f"{self.seed}:plan:{idx}")
-            forkable = [c for c in self.cache]
-            if showcase:
-                act = showcase.pop(0)
-                if act[0] == "new":
-                    _, era, min_turns, forced = act
-                    srng = random.Random(f"{self.seed}:session:{idx}")
-                    s = self.new_session(idx, era=era, target=min(P.session_target(srng), 30_000 if P.small else 400_000),
-                                         rng=srng, forced=forced, min_turns=min_turns)
+        cache_limit = 400_000 if P.small else 6_000_000  # forks only of sources up to this (planned) size
+        margin = 2_000 if P.small else 30_000
+        damage_every = 6 if P.small else 90  # damaged files at a steady rate
+        recent = []  # (task, planned size, fork depth) of the last sessions that may be forked
+        planned = 0
+        dmg_i = 0
+        show = []
+        idx = 0
+        while n_sessions is None or idx < max(n_sessions, len(SHOWCASE)):
+            t0 = P.session_target(random.Random(f"{seed}:target:{idx}"))
+            depth = 0
+            if idx < len(SHOWCASE):
+                step = SHOWCASE[idx]
+                if step[0] == "new":
+                    _, era, min_turns, forced, wants, quiet = step
+                    e = {"t": "new", "idx": idx, "era": era, "target": min(t0, 30_000 if P.small else 400_000), "forced": forced,
+                         "min_turns": min_turns, "wants": wants, "quiet": quiet}
+                    est = e["target"]
+                elif step[0] == "fork":
+                    src, src_est, depth = show[step[2]]
+                    e = {"t": "fork", "idx": idx, "how": step[1], "src": src, "rng": f"{seed}:fork:{idx}", "target": t0, "era": "v3",
+                         "wants": ["fork_at_leaf"]}
+                    est, depth = max(t0, src_est + margin), depth + 1
+                else:  # ghost
+                    era, min_turns, forced, wants, quiet = step[2]
+                    src = {"t": "new", "idx": idx, "era": era, "target": min(t0, 30_000 if P.small else 400_000), "forced": forced,
+                           "min_turns": min_turns, "wants": wants, "quiet": quiet, "ghost": True}
+                    e = {"t": "fork", "idx": idx, "how": step[1], "src": src, "rng": f"{seed}:ghostfork:{idx}", "target": t0, "era": "v3"}
+                    est = max(t0, src["target"] + margin)
+                e["showcase"] = True
+                show.append((e, est, depth))
+            else:
+                rng = random.Random(f"{seed}:plan:{idx}")
+                if recent and rng.random() < fork_p:
+                    src, src_est, depth = rng.choice(recent)
+                    how = weighted(rng, [(30, "branched"), (25, "forkFrom"), (20, "forkFrom_cross_project"), (10, "clone_no_parent")])
+                    if src["era"] in ("v1", "v2"):
+                        how = "forkFrom"  # Pi's forkFrom copies raw (unmigrated) lines
+                    e = {"t": "fork", "idx": idx, "how": how, "src": src, "rng": f"{seed}:fork:{idx}", "target": t0, "era": "v3"}
+                    est, depth = max(t0, src_est + margin), depth + 1
                 else:
-                    _, how, src_idx = act
-                    s = self.fork_session(idx, by_idx[src_idx], how, random.Random(f"{self.seed}:fork:{idx}"))
-                s.features["showcase"] += 1
-            elif forkable and rng.random() < fork_p:
-                src_entry = rng.choice(forkable)
-                how = weighted(rng, [(30, "branched"), (25, "forkFrom"), (20, "forkFrom_cross_project"), (10, "clone_no_parent")])
-                if src_entry["session"].era in ("v1", "v2"):
-                    how = "forkFrom"  # Pi's forkFrom copies raw (unmigrated) lines
-                s = self.fork_session(idx, src_entry, how, random.Random(f"{self.seed}:fork:{idx}"))
-            else:
-                target = None
-                if n_bytes is not None and not P.small:
-                    remaining = n_bytes - self.total_bytes
-                    t0 = P.session_target(random.Random(f"{self.seed}:target:{idx}"))
-                    target = max(6_000, min(t0, remaining))
-                s = self.new_session(idx, target=target)
-                ghost = rng.random() < (0.04 if P.small else 0.02)
-                if ghost:
-                    # a source that the user deleted later: generated, never written, forked right away
-                    rel = self.rel_for(s.cwd, ms_from_iso(s.header["timestamp"]), s.session_id)
-                    entry = {"session": s, "rel": rel, "ghost": True}
-                    how = "forkFrom" if s.era in ("v1", "v2") else rng.choice(("branched", "forkFrom"))
-                    s = self.fork_session(idx, entry, how, random.Random(f"{self.seed}:ghostfork:{idx}"))
-            rel = self.rel_for(s.cwd, ms_from_iso(s.header["timestamp"]), s.session_id)
-            self.emit_session(s, rel)
-            if showcase:  # later showcase steps fork earlier ones
-                by_idx[idx] = {"session": s, "rel": rel}
-            else:
-                by_idx.clear()
-            if s.size <= cache_limit:
-                self.cache.append({"session": s, "rel": rel})
-                if len(self.cache) > 6:
-                    self.cache.pop(0)
+                    era = weighted(rng, [(5, "v1"), (5, "v2"), (15, "v3legacy"), (75, "v3")])
+                    target = t0
+                    if n_bytes is not None and not P.small:
+                        # do not overshoot --bytes by a huge file at the end (planned sizes, not actual ones)
+                        target = min(t0, max(n_bytes - planned, n_bytes // 150, 6_000))
+                    e = {"t": "new", "idx": idx, "era": era, "target": target}
+                    est = target
+                    if rng.random() < (0.04 if P.small else 0.02):
+                        # a source that the user deleted later: generated, never written, forked right away
+                        how = "forkFrom" if era in ("v1", "v2") else rng.choice(("branched", "forkFrom"))
+                        t1 = P.session_target(random.Random(f"{seed}:target2:{idx}"))
+                        e = {"t": "fork", "idx": idx, "how": how, "src": dict(e, ghost=True), "rng": f"{seed}:ghostfork:{idx}",
+                             "target": t1, "era": "v3"}
+                        est, depth = max(t1, target + margin), 1
+            yield e
+            planned += est
+            if est <= cache_limit and depth < 3:
+                recent.append((e, est, depth))
+                if len(recent) > 6:
+                    recent.pop(0)
             idx += 1
             if idx % damage_every == 0:
-                kind = self.DAMAGE_KINDS[dmg_i % len(self.DAMAGE_KINDS)]
-                self.emit_damaged(kind, dmg_i)
-                made_damage[kind] += 1
-                dmg_i += 1
-            if not P.small and idx % 50 == 0:
-                sys.stderr.write("  %d sessions, %.1f MB\n" % (idx, self.total_bytes / 1e6))
-        for kind in self.DAMAGE_KINDS:
-            if not made_damage[kind]:
-                self.emit_damaged(kind, dmg_i)
+                yield {"t": "damage", "kind": DAMAGE_KINDS[dmg_i % len(DAMAGE_KINDS)], "n": dmg_i}
+                planned += 20_000
                 dmg_i += 1
 
-    def manifest(self, args):
-        feats = Counter()
+    # -- tasks ----------------------------------------------------------------------------------------
+    def build(self, e):
+        """The Session of a plan task; a fork builds its source first (again: that is cheaper than
+        keeping sessions around, and keeps every task independent)."""
+        if e["t"] == "new":
+            s = self.new_session(e["idx"], e["era"], e["target"], forced=e.get("forced"), min_turns=e.get("min_turns", 1),
+                                 wants=e.get("wants", ()), quiet=e.get("quiet", False))
+        else:
+            src = self.build(e["src"])
+            s = self.fork_session(e["idx"], {"session": src, "rel": self.rel_of(src), "ghost": e["src"].get("ghost")},
+                                  e["how"], random.Random(e["rng"]), e["target"], wants=e.get("wants", ()))
+        if e.get("showcase"):
+            s.features["showcase"] += 1
+        return s
+
+    def run_task(self, e):
+        """Writes the file(s) of one task; returns their manifest rows."""
+        if e["t"] == "damage":
+            return self.emit_damaged(e["kind"], e["n"])
+        s = self.build(e)
+        return [self.emit_session(s, self.rel_of(s), extra={"showcaseStep": e["idx"]} if e.get("showcase") else None)]
+
+    # -- main loop --------------------------------------------------------------------------------
+    def run(self, n_sessions=None, n_bytes=None, jobs=1):
+        """Runs the plan, in `jobs` processes, and returns the manifest rows. Results are taken in
+        plan order, so the cut for n_bytes falls on the same task whatever `jobs` is; files that
+        workers wrote ahead of the cut are deleted."""
+        global _GEN
+        _GEN = self
+        pool = multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else None
+        window = 4 * jobs if pool else 1
+        tasks = self.plan(n_sessions, n_bytes)
+        inflight = deque()
+        rows, ahead = [], []
+        total = 0
+        sessions = 0
+        dmg = Counter()
+        stopped = exhausted = False
+        try:
+            while True:
+                while not stopped and not exhausted and len(inflight) < window:
+                    e = next(tasks, None)
+                    if e is None:
+                        exhausted = True
+                    else:
+                        inflight.append((e, pool.apply_async(_run_task, (e,)) if pool else None))
+                if not inflight:
+                    break
+                e, res = inflight.popleft()
+                got = res.get() if pool else self.run_task(e)
+                if stopped:
+                    ahead.extend(got)
+                    continue
+                rows.extend(got)
+                total += sum(r["bytes"] for r in got)
+                if e["t"] == "damage":
+                    dmg[e["kind"]] += 1
+                else:
+                    sessions += 1
+                    if not self.P.small and sessions % 50 == 0:
+                        sys.stderr.write("  %d sessions, %.1f MB\n" % (sessions, total / 1e6))
+                if n_bytes is not None and total >= n_bytes and sessions >= len(SHOWCASE):
+                    stopped = True
+            # every damage kind at least once
+            n = sum(dmg.values())
+            missing = []
+            for kind in DAMAGE_KINDS:
+                if not dmg[kind]:
+                    missing.append({"t": "damage", "kind": kind, "n": n})
+                    n += 1
+            if pool:
+                for got in pool.map(_run_task, missing, chunksize=1):
+                    rows.extend(got)
+            else:
+                for e in missing:
+                    rows.extend(self.run_task(e))
+        finally:
+            if pool:
+                pool.close()
+                pool.join()
+        for r in ahead:
+            path = os.path.join(self.out, r["path"])
+            os.remove(path)
+            d = os.path.dirname(path)
+            while os.path.abspath(d) != os.path.abspath(self.out) and not os.listdir(d):
+                os.rmdir(d)
+                d = os.path.dirname(d)
+        return rows
+
+    def manifest(self, args, rows):
+        feats = Counter({name: 0 for name in FEATURE_CATALOGUE})
         kinds = Counter()
         expect = Counter()
-        for r in self.files:
+        for r in rows:
             feats.update(r.get("features") or {})
+            if r.get("damage"):
+                feats["damage:" + r["damage"]] += 1
             kinds[r["kind"]] += 1
             expect[r["expect"]] += 1
-        sizes = sorted(r["bytes"] for r in self.files if r["kind"] not in ("stray", "damaged"))
+        unknown = sorted(set(feats) - set(FEATURE_CATALOGUE))
+        if unknown:
+            raise AssertionError("feature counters missing from FEATURE_CATALOGUE: %s" % unknown)
+        paths = Counter(r["path"] for r in rows)
+        if len(paths) != len(rows):
+            raise AssertionError("two files with one path: %s" % [p for p, n in paths.items() if n > 1])
+        sizes = sorted(r["bytes"] for r in rows if r["kind"] not in ("stray", "damaged"))
 
         def pct(p):
             return sizes[min(len(sizes) - 1, int(p * len(sizes)))] if sizes else 0
@@ -1850,13 +2229,51 @@ class Generator:
         return {
             "generator": GENERATOR, "generatorVersion": GENERATOR_VERSION, "seed": args.seed, "scale": args.scale,
             "sessionsArg": args.sessions, "bytesArg": args.bytes, "sessionsRoot": SESSIONS_ROOT,
-            "totals": {"files": len(self.files), "bytes": self.total_bytes, "lines": self.total_lines,
-                       "sessionFiles": self.session_files, "byKind": dict(sorted(kinds.items())),
+            "featureCatalogue": FEATURE_CATALOGUE,
+            "totals": {"files": len(rows), "bytes": sum(r["bytes"] for r in rows), "lines": sum(r["lines"] for r in rows),
+                       "sessionFiles": len(sizes), "byKind": dict(sorted(kinds.items())),
                        "byExpectedStatus": dict(sorted(expect.items())),
                        "sessionFileBytes": {"median": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "max": sizes[-1] if sizes else 0},
                        "features": dict(sorted(feats.items()))},
-            "files": sorted(self.files, key=lambda r: r["path"]),
+            "files": sorted(rows, key=lambda r: r["path"]),
         }
+
+
+_GEN = None  # the Generator that pool workers (forked from the main process) run tasks with
+
+
+def _run_task(e):
+    return _GEN.run_task(e)
+
+
+DAMAGE_KINDS = Generator.DAMAGE_KINDS
+
+# Every feature counter the generator can write (manifest `featureCatalogue`); the showcase makes
+# each of them at least once in every corpus. manifest() refuses a counter that is not listed here.
+FEATURE_CATALOGUE = sorted([
+    "v1", "v1_branchedFrom", "v2", "v3", "v3_no_system",
+    "system_initial", "system_late", "system_patch", "system_section_removed",
+    "user_content_string", "user_image", "image", "long_gap",
+    "assistant", "thinking", "thinking_redacted", "tool_call", "tool_result", "tool_result_error", "tool_result_usage",
+    "provider_anthropic", "provider_openai", "provider_google", "provider_openrouter", "provider_xai", "provider_ollama",
+    "model_change", "model_change_virtual", "thinking_level_change",
+    "responseModel", "responseModel_same", "responseModel_virtual", "cost_total_from_provider", "cacheWrite1h",
+    "stop_aborted", "stop_error", "stop_length", "zero_usage", "retry_after_error",
+    "usage_cache_warm", "usage_unknown_kind", "usage_tiny_cost",
+    "bashExecution", "bash_exclude_from_context", "custom", "custom_message", "hookMessage",
+    "label", "label_cleared", "session_info", "session_info_cleared",
+    "compaction", "compaction_v1_index", "compaction_system_message", "compaction_no_system_message",
+    "compaction_usage", "compaction_no_usage", "compaction_first_kept_on_path", "compaction_keeps_older_compaction",
+    "compaction_retain_none", "compaction_first_kept_off_path", "compaction_first_kept_missing",
+    "branch", "branch_plain", "branch_summary", "branch_summary_usage", "new_root",
+    "context_edit", "context_edit_null", "context_edit_string", "context_edit_string_normalized", "context_edit_array",
+    "context_edit_same_target", "context_edit_off_path", "context_edit_abandoned", "context_edit_compacted_target",
+    "context_edit_target_user", "context_edit_target_assistant", "context_edit_target_toolResult",
+    "context_edit_target_custom_message", "context_edit_target_compaction",
+    "fork_branched", "fork_forkFrom", "fork_forkFrom_cross_project", "fork_clone_no_parent", "fork_of_v1", "fork_of_v2",
+    "fork_of_fork", "fork_parent_missing", "fork_rechained_after_label", "fork_label_recreated", "copied_entries",
+    "showcase", "showcase_event",
+] + ["damage:" + k for k in DAMAGE_KINDS])
 
 
 def ms_from_iso(s):
@@ -1883,6 +2300,8 @@ def main(argv=None):
     g.add_argument("--sessions", type=int, help="number of session files (forks included; damaged/stray files are extra)")
     g.add_argument("--bytes", type=parse_size, help="stop once this many bytes are written: 1G, 200M, 1200M, 500K (SI; 1GiB = binary)")
     ap.add_argument("--scale", choices=("small", "realistic"), default="realistic")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="worker processes (default: all cores); the output does not depend on it")
     ap.add_argument("--force", action="store_true", help="delete an existing output directory made by this generator first")
     args = ap.parse_args(argv)
     out = args.out
@@ -1895,8 +2314,8 @@ def main(argv=None):
     os.makedirs(out, exist_ok=True)
     t0 = time.time()
     gen = Generator(out, args.seed, args.scale)
-    gen.run(n_sessions=args.sessions, n_bytes=args.bytes)
-    man = gen.manifest(args)
+    rows = gen.run(n_sessions=args.sessions, n_bytes=args.bytes, jobs=max(1, args.jobs))
+    man = gen.manifest(args, rows)
     with open(os.path.join(out, "manifest.json"), "w", encoding="utf-8") as f:
         json.dump(man, f, ensure_ascii=False, indent=1)
         f.write("\n")
