@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import bisect
 import json
 import math
 import os
@@ -25,7 +26,7 @@ import multiprocessing
 from collections import Counter, deque
 
 GENERATOR = "pisa-datasets/generate.py"
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 HOME = "/Users/mira"
 SESSIONS_ROOT = HOME + "/.pi/agent/sessions"  # what parentSession paths point into
 
@@ -47,10 +48,130 @@ def dumps(obj, usage_json=None):
     return s
 
 
+class Txt:
+    """A text taken from a pool, already escaped for JSON and encoded as UTF-8 (`b`, without
+    quotes), with its length in characters (`n`). Escaping and encoding the big texts of a corpus
+    (tool output, file contents, images) once per pool instead of once per use is most of the
+    generator's speed. dumpb() splices them into the line; raw() gives the text itself."""
+
+    __slots__ = ("b", "n", "_r")
+
+    def __init__(self, b, n, r):
+        self.b, self.n, self._r = b, n, r  # r: the text, or (EPool, start, count)
+
+    def raw(self):
+        r = self._r
+        return r if isinstance(r, str) else r[0].raw(r[1], r[2])
+
+    def head(self, k):
+        r = self._r
+        if isinstance(r, str):
+            return r[:k]
+        return r[0].raw(r[1], min(k, r[2]))
+
+    @staticmethod
+    def of(text):
+        return Txt(_encode(text)[1:-1].encode("utf-8"), len(text), text)
+
+
+def txt_cat(*parts):
+    """A Txt made of Txt and str parts."""
+    bs = [p.b if type(p) is Txt else _encode(p)[1:-1].encode("utf-8") for p in parts]
+    return Txt(b"".join(bs), sum(tlen(p) for p in parts), "".join(p.raw() if type(p) is Txt else p for p in parts))
+
+
+def tlen(x):
+    return x.n if type(x) is Txt else len(x)
+
+
+class EPool:
+    """A text pool with its JSON-escaped UTF-8 form and the byte offset of every character, kept
+    sparse: only the characters whose escaped UTF-8 form is not one byte are listed."""
+
+    def __init__(self, text):
+        self.s = text
+        self.L = len(text)
+        self.e = _encode(text)[1:-1].encode("utf-8")
+        pos, cum = [], [0]
+        extra = 0
+        for m in re.finditer(r'[^\x20\x21\x23-\x5b\x5d-\x7e]', text):
+            c = m.group()
+            extra += len(_encode(c).encode("utf-8")) - 3
+            pos.append(m.start())
+            cum.append(extra)
+        self.pos, self.cum = pos, cum
+        assert self.off(self.L) == len(self.e)
+
+    def off(self, i):
+        return i + self.cum[bisect.bisect_left(self.pos, i)]
+
+    def raw(self, start, n):
+        if start + n <= self.L:
+            return self.s[start:start + n]
+        return "".join(self.raw(a, k) for a, k in self._spans(start, n))
+
+    def _spans(self, start, n):
+        while n > 0:
+            k = min(n, self.L - start)
+            yield start, k
+            start, n = 0, n - k
+
+    def take(self, start, n):
+        """The Txt of n characters from `start`, wrapping around at the end of the pool."""
+        if start + n <= self.L:
+            b = self.e[self.off(start):self.off(start + n)]
+        else:
+            b = b"".join(self.e[self.off(a):self.off(a + k)] for a, k in self._spans(start, n))
+        return Txt(b, n, (self, start, n))
+
+
+_TX = []  # escaped texts met by dumpb's encoder, in output order
+
+
+def _tx_default(o):
+    if type(o) is Txt:
+        _TX.append(o.b)
+        return "\x00"
+    raise TypeError("cannot serialise %r" % type(o))
+
+
+_encode_tx = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False, default=_tx_default).encode
+
+
+def dumpb(obj, usage_json=None):
+    """dumps() as UTF-8 bytes, with Txt values spliced in."""
+    s = _encode_tx(obj)
+    if usage_json is not None:
+        s = s.replace(_USAGE_PH_JSON, usage_json, 1)
+    b = s.encode("utf-8")
+    if _TX:
+        parts = b.split(b"\\u0000")
+        if len(parts) != len(_TX) + 1:
+            _TX.clear()
+            raise AssertionError("a placeholder left in a line")
+        out = [parts[0]]
+        for t, p in zip(_TX, parts[1:]):
+            out.append(t)
+            out.append(p)
+        _TX.clear()
+        b = b"".join(out)
+    elif usage_json is None and b"\\u0000" in b:
+        raise AssertionError("a placeholder left in a line")
+    return b
+
+
+def jlen(obj):
+    """About the JSON.stringify length of obj (UTF-8 bytes, for estimates only)."""
+    return len(dumpb(obj))
+
+
 def js_num(x):
     """Number::toString of ECMAScript for an int or a finite float."""
     if isinstance(x, int):
         return str(x)
+    r = repr(x)
+    if "e" not in r:  # 1e-4 <= |x| < 1e16: Python and JavaScript print the same digits
+        return r[:-2] if r.endswith(".0") else r
     if x == 0:
         return "0"
     if x == int(x) and abs(x) < 1e21:
@@ -256,6 +377,11 @@ FILES = ["session-manager", "parser", "tree", "usage", "scan", "frame", "report"
          "agent-session", "messages", "tui-renderer", "main", "config", "lib", "utils/paths", "estimate"]
 
 
+NOUNS_CAP = [w.capitalize() for w in NOUNS]
+NW = len(WORDS)
+assert (len(IDENT), len(NOUNS), len(TYPES), len(FILES)) == (20, 20, 14, 18)
+
+
 class Pools:
     """Large pre-generated strings; every text in the corpus is a slice of one of them."""
 
@@ -269,13 +395,15 @@ class Pools:
         self.b64 = base64.b64encode(rng.randbytes(1_500_000 if big else 300_000)).decode("ascii")
         alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
         self.alnum = "".join(rng.choices(alnum, k=200_000))
+        self.eprose, self.ecode, self.elog, self.eb64 = EPool(self.prose), EPool(self.code), EPool(self.log), EPool(self.b64)
 
     @staticmethod
     def _fill(rng, tmpl):
+        r = rng.random
         return tmpl.format(
-            n1=rng.choice(IDENT) + rng.choice(NOUNS).capitalize(), n2=rng.choice(IDENT), v=rng.choice(NOUNS),
-            v2=rng.choice(NOUNS), T=rng.choice(TYPES), f=rng.choice(FILES), w=rng.choice(WORDS), w2=rng.choice(WORDS),
-            w3=rng.choice(WORDS), k=rng.randint(1, 999), k2=rng.randint(0, 99), d=rng.randint(0, 9),
+            n1=IDENT[int(r() * 20)] + NOUNS_CAP[int(r() * 20)], n2=IDENT[int(r() * 20)], v=NOUNS[int(r() * 20)],
+            v2=NOUNS[int(r() * 20)], T=TYPES[int(r() * 14)], f=FILES[int(r() * 18)], w=WORDS[int(r() * NW)],
+            w2=WORDS[int(r() * NW)], w3=WORDS[int(r() * NW)], k=1 + int(r() * 999), k2=int(r() * 100), d=int(r() * 10),
             h="%040x" % rng.getrandbits(160))
 
     def _prose(self, rng, n):
@@ -355,6 +483,39 @@ class Pools:
 
     def alnum_text(self, rng, n):
         return self._slice(rng, self.alnum, n)
+
+    # the same as Txt (see Txt): for the big texts
+    def _take(self, rng, ep, n):
+        if n <= 0:
+            return Txt(b"", 0, "")
+        if n >= ep.L:
+            return ep.take(rng.randrange(ep.L), n)
+        return ep.take(rng.randrange(ep.L - n), n)
+
+    def text_t(self, rng, n):
+        pool = self.prose
+        if n >= len(pool) - 64:
+            return self._take(rng, self.eprose, n)
+        start = rng.randrange(len(pool) - n - 64)
+        sp = pool.find(" ", start, start + 40)
+        if sp >= 0:
+            start = sp + 1
+        a, z = start, start + n
+        while a < z and pool[a].isspace():
+            a += 1
+        while z > a and pool[z - 1].isspace():
+            z -= 1
+        return self.eprose.take(a, z - a) if z > a else Txt.of("ok")
+
+    def code_t(self, rng, n):
+        return self._take(rng, self.ecode, n)
+
+    def log_t(self, rng, n):
+        return self._take(rng, self.elog, n)
+
+    def b64_t(self, rng, n):
+        n -= n % 4
+        return self._take(rng, self.eb64, n)
 
 
 # --------------------------------------------------------------------------------------------
@@ -558,7 +719,7 @@ class Session:
 
     # -- low level -------------------------------------------------------------------------
     def tick(self, lo, hi):
-        self.t += self.rng.randint(lo, hi)
+        self.t += lo + int(self.rng.random() * (hi - lo + 1))
 
     def new_id(self):
         while True:
@@ -567,10 +728,10 @@ class Session:
                 self.ids.add(i)
                 return i
 
-    def _append_line(self, s):
-        assert "\\u0000usage" not in s, "usage placeholder left in a line"
-        self.lines.append(s)
-        self.size += len(s) + 1
+    def _append_line(self, b):
+        """Appends one line: UTF-8 bytes without the newline."""
+        self.lines.append(b)
+        self.size += len(b) + 1
 
     def write_header(self, session_id, version, parent_session=None, v1_extra=None):
         self.session_id = session_id
@@ -586,7 +747,7 @@ class Session:
         if parent_session is not None:
             h["parentSession"] = parent_session
         self.header = h
-        self._append_line(dumps(h))
+        self._append_line(dumpb(h))
         self.v1_index = 1
 
     def add(self, etype, fields, *, usage=None, kind="other", tokens=0, parent=Ellipsis, custom_order=False, ts=None, eid=None):
@@ -595,7 +756,7 @@ class Session:
         if self.era == "v1":
             d = {"type": etype, "timestamp": ts}
             d.update(fields)
-            self._append_line(dumps(d, usage))
+            self._append_line(dumpb(d, usage))
             idx = self.v1_index
             self.v1_index += 1
             self.ctx += tokens
@@ -620,7 +781,7 @@ class Session:
                 d["parentId"] = par
             d["timestamp"] = ts
             d.update(fields)
-        self._append_line(dumps(d, usage))
+        self._append_line(dumpb(d, usage))
         self.meta[eid] = [None if omit else par, kind, tokens, len(self.lines) - 1]
         self.order.append(eid)
         if par is not None and par != self.leaf:
@@ -665,21 +826,21 @@ class Session:
         rng = self.rng
         n = self.n("image", min(self.mult, 2.0))
         if rng.random() < 0.6:
-            data, mime = "iVBORw0KGgoAAAANSUhEUgAA" + self.pools.b64_text(rng, n), "image/png"
+            data, mime = txt_cat("iVBORw0KGgoAAAANSUhEUgAA", self.pools.b64_t(rng, n)), "image/png"
         else:
-            data, mime = "/9j/4AAQSkZJRgABAQAAAQABAAD/" + self.pools.b64_text(rng, n), "image/jpeg"
+            data, mime = txt_cat("/9j/4AAQSkZJRgABAQAAAQABAAD/", self.pools.b64_t(rng, n)), "image/jpeg"
         self.features["image"] += 1
-        return {"type": "image", "data": data, "mimeType": mime}, len(data)
+        return {"type": "image", "data": data, "mimeType": mime}, data.n
 
     def user_text(self):
         rng = self.rng
         n = self.n("user")
         if rng.random() < 0.04:
             n += self.n("bash", self.mult)  # pasted log
-            return self.pools.text(rng, n // 3) + "\n\n```\n" + self.pools.log_text(rng, n) + "```\n" + self.pools.text(rng, 60)
+            return txt_cat(self.pools.text_t(rng, n // 3), "\n\n```\n", self.pools.log_t(rng, n), "```\n", self.pools.text_t(rng, 60))
         if rng.random() < 0.02:
-            return "@" + rng.choice(FILES) + ".ts " + self.pools.text(rng, n)
-        return self.pools.text(rng, n)
+            return txt_cat("@" + rng.choice(FILES) + ".ts ", self.pools.text_t(rng, n))
+        return self.pools.text_t(rng, n)
 
     def tool_path(self):
         rng = self.rng
@@ -721,11 +882,11 @@ class Session:
         elif name == "edit":
             edits = []
             for _ in range(1 if rng.random() < 0.7 else rng.randint(2, 4)):
-                edits.append({"oldText": self.pools.code_text(rng, self.n("text")),
-                              "newText": self.pools.code_text(rng, self.n("text"))})
+                edits.append({"oldText": self.pools.code_t(rng, self.n("text")),
+                              "newText": self.pools.code_t(rng, self.n("text"))})
             args = {"path": self.tool_path(), "edits": edits}
         elif name == "write":
-            args = {"path": self.tool_path(), "content": self.pools.code_text(rng, self.n("read", self.mult))}
+            args = {"path": self.tool_path(), "content": self.pools.code_t(rng, self.n("read", self.mult))}
         elif name == "grep":
             args = {"pattern": rng.choice(("parentId", "fn \\w+\\(", "TODO|FIXME", "firstKeptEntryId", "séance")),
                     "path": "src", "ignoreCase": rng.random() < 0.3}
@@ -761,43 +922,43 @@ class Session:
             if rng.random() < 0.04:
                 img, n = self.image_block()
                 return [{"type": "text", "text": "Read image file [%s]" % img["mimeType"]}, img], None, False, 4800
-            txt = self.pools.code_text(rng, self.n("read", self.mult))
+            txt = self.pools.code_t(rng, self.n("read", self.mult))
             if rng.random() < 0.05:
                 details = {"truncation": {"truncated": True, "truncatedBy": "bytes", "totalLines": rng.randint(2000, 9000),
-                                          "outputLines": 2000, "content": txt[:200]}}
+                                          "outputLines": 2000, "content": txt.head(200)}}
         elif name == "bash":
-            txt = self.pools.log_text(rng, self.n("bash", self.mult))
+            txt = self.pools.log_t(rng, self.n("bash", self.mult))
             if rng.random() < 0.05:
                 details = {"truncation": {"truncated": True, "truncatedBy": "lines"},
                            "fullOutputPath": "/tmp/pi-bash-%08x.log" % rng.getrandbits(32)}
         elif name == "edit":
             txt = "Successfully replaced %d block(s) in %s." % (len(args.get("edits", [1])), args.get("path"))
-            details = {"diff": self.pools.code_text(rng, self.n("text")), "firstChangedLine": rng.randint(1, 900)}
+            details = {"diff": self.pools.code_t(rng, self.n("text")), "firstChangedLine": rng.randint(1, 900)}
         elif name == "write":
-            txt = "Successfully wrote %d bytes to %s" % (len(args.get("content", "")), args.get("path"))
+            txt = "Successfully wrote %d bytes to %s" % (tlen(args.get("content", "")), args.get("path"))
         elif name in ("grep", "find", "ls"):
-            txt = self.pools.log_text(rng, self.n("bash"))
+            txt = self.pools.log_t(rng, self.n("bash"))
         elif name in ("web_search", "subagent"):
-            txt = self.pools.text(rng, self.n("final"))
+            txt = self.pools.text_t(rng, self.n("final"))
         else:
             txt = "Todo list updated: " + self.pools.text(rng, 80)
-        return [{"type": "text", "text": txt}], details, False, len(txt)
+        return [{"type": "text", "text": txt}], details, False, tlen(txt)
 
     def thinking_block(self):
         rng = self.rng
         m = self.model
-        th = self.pools.text(rng, self.n("think"))
+        th = self.pools.text_t(rng, self.n("think"))
         if m.style == "anthropic":
             if rng.random() < 0.03 or self.want_("thinking_redacted"):
                 self.features["thinking_redacted"] += 1
-                return {"type": "thinking", "thinking": "", "thinkingSignature": self.pools.b64_text(rng, 800), "redacted": True}, 200
-            return {"type": "thinking", "thinking": th, "thinkingSignature": self.pools.b64_text(rng, rng.randint(100, 1200))}, len(th)
+                return {"type": "thinking", "thinking": "", "thinkingSignature": self.pools.b64_t(rng, 800), "redacted": True}, 200
+            return {"type": "thinking", "thinking": th, "thinkingSignature": self.pools.b64_t(rng, rng.randint(100, 1200))}, th.n
         if m.style == "openai":
             sig = dumps({"id": "rs_" + "%048x" % rng.getrandbits(192), "type": "reasoning",
-                         "summary": [{"type": "summary_text", "text": th[:300]}],
+                         "summary": [{"type": "summary_text", "text": th.head(300)}],
                          "encrypted_content": self.pools.b64_text(rng, rng.randint(200, 2000))})
-            return {"type": "thinking", "thinking": th, "thinkingSignature": sig}, len(th)
-        return {"type": "thinking", "thinking": th}, len(th)
+            return {"type": "thinking", "thinking": th, "thinkingSignature": sig}, th.n
+        return {"type": "thinking", "thinking": th}, th.n
 
     # -- usage -------------------------------------------------------------------------------
     def call_usage(self, model, out_tokens, think_tokens, *, style=None):
@@ -937,7 +1098,7 @@ class Session:
     def user_message(self):
         rng = self.rng
         txt = self.user_text()
-        tok = len(txt) // 4
+        tok = txt.n // 4
         if self.era in ("v1", "v2") or (rng.random() < 0.7 and not self.want_("user_content_string")):
             content = [{"type": "text", "text": txt}]
             if self.era != "v1" and (rng.random() < self.P.ev["user_image"] or self.want_("user_image")):
@@ -970,19 +1131,19 @@ class Session:
             think_chars += c
             self.features["thinking"] += 1
         if final or rng.random() < 0.5:
-            t = self.pools.text(rng, self.n("final" if final else "text"))
+            t = self.pools.text_t(rng, self.n("final" if final else "text"))
             b = {"type": "text", "text": t}
             if m.style == "openai" and rng.random() < 0.5:
                 b["textSignature"] = dumps({"v": 1, "id": "msg_" + "%048x" % rng.getrandbits(192), "phase": "final_answer" if final else "commentary"})
             blocks.append(b)
-            out_chars += len(t)
+            out_chars += t.n
         calls = []
         if not final:
             for _ in range(1 + (rng.random() < 0.25) + (rng.random() < 0.1)):
                 c = self.make_tool_call(tools)
                 calls.append(c)
                 blocks.append(c)
-                out_chars += len(c["name"]) + len(dumps(c["arguments"]))
+                out_chars += len(c["name"]) + jlen(c["arguments"])
         stop = "toolUse" if calls else "stop"
         r = rng.random()
         if self.want_("stop_aborted"):
@@ -1222,7 +1383,7 @@ class Session:
     def bash_execution(self):
         rng = self.rng
         self.tick(1000, 120_000)
-        out = self.pools.log_text(rng, self.n("bash", self.mult))
+        out = self.pools.log_t(rng, self.n("bash", self.mult))
         cancelled = rng.random() < 0.1
         msg = {"role": "bashExecution", "command": rng.choice(("ls", "git status", "cargo test 2>&1 | tail", "npm test", "echo 'héllo'"))}
         msg["output"] = out
@@ -1237,7 +1398,7 @@ class Session:
             self.features["bash_exclude_from_context"] += 1
         msg["timestamp"] = self.t
         self.features["bashExecution"] += 1
-        self.add("message", {"message": msg}, kind="bash", tokens=len(out) // 4)
+        self.add("message", {"message": msg}, kind="bash", tokens=out.n // 4)
 
     def compacted_targets(self):
         """Path entries before the kept range of the latest compaction on the path, and that compaction."""
@@ -1674,18 +1835,18 @@ class Generator:
                 f.write(data)
                 n = len(data)
                 lines = data.count(b"\n") + (1 if n and not data.endswith(b"\n") else 0)
-            else:  # a list of complete lines: encode and write in chunks of about 8 MB
-                batch, size = [], 0
-                for line in data + [None]:
-                    if line is not None:
-                        batch.append(line)
-                        size += len(line)
-                    if batch and (line is None or size >= 8_000_000):
-                        chunk = ("\n".join(batch) + "\n").encode("utf-8")
-                        f.write(chunk)
-                        n += len(chunk)
-                        lines += len(batch)
-                        batch, size = [], 0
+            else:  # a list of complete lines (bytes): write them in chunks of about 8 MB
+                i = 0
+                while i < len(data):
+                    j, size = i, 0
+                    while j < len(data) and size < 8_000_000:
+                        size += len(data[j]) + 1
+                        j += 1
+                    chunk = b"\n".join(data[i:j]) + b"\n"
+                    f.write(chunk)
+                    n += len(chunk)
+                    i = j
+                lines = len(data)
         row["path"] = rel
         row["bytes"] = n
         row["lines"] = lines
@@ -1822,7 +1983,7 @@ class Generator:
                     continue
                 line = src.lines[li]
                 if par != parent:
-                    line = re.sub(r'"parentId":(null|"[^"]*")', '"parentId":' + dumps(parent), line, count=1)
+                    line = re.sub(rb'"parentId":(null|"[^"]*")', b'"parentId":' + dumpb(parent), line, count=1)
                     s.features["fork_rechained_after_label"] += 1
                 s._append_line(line)
                 s.ids.add(e)
@@ -1833,7 +1994,7 @@ class Generator:
             for target_id, (label, lts) in src.labels.items():
                 if target_id in s.meta:
                     lid = s.new_id()
-                    s._append_line(dumps({"type": "label", "id": lid, "parentId": parent, "timestamp": lts, "targetId": target_id, "label": label}))
+                    s._append_line(dumpb({"type": "label", "id": lid, "parentId": parent, "timestamp": lts, "targetId": target_id, "label": label}))
                     s.meta[lid] = [parent, "label", 0, len(s.lines) - 1]
                     s.order.append(lid)
                     parent = lid
@@ -1885,7 +2046,7 @@ class Generator:
         """The session's lines with one kind of damage, as bytes. row gets `damagedLines`: the
         0-based physical lines that are deliberately not what JSON.stringify writes (or not entries)."""
         rng = s.rng
-        lines = list(s.lines)
+        lines = [b.decode("utf-8") for b in s.lines]
         damaged = set()
         sep, end = "\n", "\n"
         raw = {}  # line index -> bytes (invalid UTF-8)
@@ -2104,6 +2265,7 @@ class Generator:
                         e = {"t": "fork", "idx": idx, "how": how, "src": dict(e, ghost=True), "rng": f"{seed}:ghostfork:{idx}",
                              "target": t1, "era": "v3"}
                         est, depth = max(t1, target + margin), 1
+            e["est"] = est
             yield e
             planned += est
             if est <= cache_limit and depth < 3:
@@ -2112,7 +2274,7 @@ class Generator:
                     recent.pop(0)
             idx += 1
             if idx % damage_every == 0:
-                yield {"t": "damage", "kind": DAMAGE_KINDS[dmg_i % len(DAMAGE_KINDS)], "n": dmg_i}
+                yield {"t": "damage", "kind": DAMAGE_KINDS[dmg_i % len(DAMAGE_KINDS)], "n": dmg_i, "est": 20_000}
                 planned += 20_000
                 dmg_i += 1
 
@@ -2146,9 +2308,12 @@ class Generator:
         global _GEN
         _GEN = self
         pool = multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else None
-        window = 4 * jobs if pool else 1
+        # tasks in flight: enough that one huge session does not hold up the other workers, but
+        # near the end of --bytes, not much planned work beyond it (it would be thrown away)
+        window = 16 * jobs if pool else 1
         tasks = self.plan(n_sessions, n_bytes)
         inflight = deque()
+        inflight_est = 0
         rows, ahead = [], []
         total = 0
         sessions = 0
@@ -2156,15 +2321,18 @@ class Generator:
         stopped = exhausted = False
         try:
             while True:
-                while not stopped and not exhausted and len(inflight) < window:
+                while not stopped and not exhausted and len(inflight) < window and \
+                        (n_bytes is None or not inflight or total + inflight_est < n_bytes * 1.02):
                     e = next(tasks, None)
                     if e is None:
                         exhausted = True
                     else:
                         inflight.append((e, pool.apply_async(_run_task, (e,)) if pool else None))
+                        inflight_est += e["est"]
                 if not inflight:
                     break
                 e, res = inflight.popleft()
+                inflight_est -= e["est"]
                 got = res.get() if pool else self.run_task(e)
                 if stopped:
                     ahead.extend(got)
