@@ -70,8 +70,9 @@ pub struct SessionSummary {
     /// The `sessions --json` object (corpus keys added by [`Corpus::finish`]).
     pub json: Map<String, Value>,
     pub calls: Vec<BilledCall>,
-    /// Every usage record, in the order of `calls` (only with [`Keep::rows`]).
-    pub records: Vec<crate::usage::UsageRecord>,
+    /// This session's rows of the usage frame, in the order of `calls` (only with
+    /// [`Keep::rows`]); `inherited` is filled in when the frames are built.
+    pub usage: Option<polars::prelude::DataFrame>,
     /// One row per compaction entry, in file order (only with [`Keep::rows`]).
     pub compactions: Vec<CompactionRow>,
     /// Header timestamp (Unix ms), for choosing the owner of copied history.
@@ -250,17 +251,20 @@ fn analyze_one_unguarded(f: &FoundFile, keep: Keep, scratch: &mut Scratch) -> Ou
                 },
                 compactions: a.compactions.total,
             };
-            let (records, compactions) = if keep.rows {
-                (a.accounting.records.clone(), compaction_rows(&a))
+            let (usage, compactions) = if keep.rows {
+                let id = a.tree.header.id.as_deref();
+                let usage = crate::frame::usage_chunk(id, &f.rel, &row.overview.project, &a.accounting.records)
+                    .expect("a usage chunk follows its schema");
+                (Some(usage), compaction_rows(&a))
             } else {
-                (Vec::new(), Vec::new())
+                (None, Vec::new())
             };
             Outcome::Session(Box::new(SessionSummary {
                 rel: f.rel.clone(),
                 path: f.path.clone(),
                 json,
                 calls,
-                records,
+                usage,
                 compactions,
                 started_ms: a.started_ms,
                 damaged: a.is_damaged(),
@@ -372,9 +376,6 @@ impl Corpus {
                 }
             }
             seen.extend(s.calls.iter().map(|c| c.identity));
-            for (r, c) in s.records.iter_mut().zip(&s.calls) {
-                r.inherited = c.inherited;
-            }
             for c in &mut s.compactions {
                 c.inherited = seen_compactions.contains(&c.identity);
             }

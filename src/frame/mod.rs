@@ -60,7 +60,8 @@ pub enum Cell<'a> {
 }
 
 enum Data {
-    Str(Vec<Option<String>>),
+    /// Strings go straight into Arrow buffers: no `String` per cell.
+    Str(Box<StringChunkedBuilder>),
     Bool(Vec<bool>),
     U32(Vec<u32>),
     U64(Vec<Option<u64>>),
@@ -81,7 +82,7 @@ impl Table {
         let data = schema
             .iter()
             .map(|c| match c.ty {
-                Ty::Str => Data::Str(Vec::new()),
+                Ty::Str => Data::Str(Box::new(StringChunkedBuilder::new(PlSmallStr::from_static(c.name), 0))),
                 Ty::Bool => Data::Bool(Vec::new()),
                 Ty::U32 => Data::U32(Vec::new()),
                 Ty::U64 => Data::U64(Vec::new()),
@@ -104,7 +105,7 @@ impl Table {
         for ((col, data), (name, cell)) in self.schema.iter().zip(&mut self.data).zip(cells) {
             assert_eq!(col.name, *name, "cells out of schema order");
             match (data, *cell) {
-                (Data::Str(v), Cell::Str(x)) => v.push(x.map(str::to_string)),
+                (Data::Str(v), Cell::Str(x)) => v.append_option(x),
                 (Data::Bool(v), Cell::Bool(x)) => v.push(x),
                 (Data::U32(v), Cell::U32(x)) => v.push(x),
                 (Data::U64(v), Cell::U64(x)) => v.push(x),
@@ -124,7 +125,7 @@ impl Table {
             .map(|(col, data)| {
                 let name = PlSmallStr::from_static(col.name);
                 let series = match data {
-                    Data::Str(v) => Series::new(name, v),
+                    Data::Str(v) => v.finish().into_series(),
                     Data::Bool(v) => Series::new(name, v),
                     Data::U32(v) => Series::new(name, v),
                     Data::U64(v) => Series::new(name, v),
@@ -158,22 +159,45 @@ fn session_id(s: &SessionSummary) -> Option<&str> {
     s.json.get("sessionId").and_then(Value::as_str)
 }
 
-fn usage(corpus: &Corpus) -> PolarsResult<DataFrame> {
+/// One session's rows of the usage frame (built in the worker that read the file, so the
+/// records themselves need not outlive it). `inherited` is false until [`Frames::build`].
+pub fn usage_chunk(
+    session_id: Option<&str>,
+    file: &str,
+    project: &str,
+    records: &[UsageRecord],
+) -> PolarsResult<DataFrame> {
     let mut t = Table::new(USAGE);
-    for s in &corpus.sessions {
-        let project = s.row.overview.project.as_str();
-        for r in &s.records {
-            usage_row(&mut t, s, project, r);
-        }
+    for r in records {
+        usage_row(&mut t, session_id, file, project, r);
     }
     t.finish()
 }
 
-fn usage_row(t: &mut Table, s: &SessionSummary, project: &str, r: &UsageRecord) {
+/// The sessions' usage chunks in corpus order, with `inherited` from the fork deduplication.
+fn usage(corpus: &Corpus) -> PolarsResult<DataFrame> {
+    let mut frame = Table::new(USAGE).finish()?;
+    for s in &corpus.sessions {
+        if let Some(chunk) = &s.usage {
+            frame.vstack_mut(chunk)?;
+        }
+    }
+    frame.rechunk_mut();
+    let inherited: Vec<bool> = corpus
+        .sessions
+        .iter()
+        .filter(|s| s.usage.is_some())
+        .flat_map(|s| s.calls.iter().map(|c| c.inherited))
+        .collect();
+    frame.replace("inherited", Column::new("inherited".into(), inherited))?;
+    Ok(frame)
+}
+
+fn usage_row(t: &mut Table, session_id: Option<&str>, file: &str, project: &str, r: &UsageRecord) {
     use Cell::*;
     t.row(&[
-        ("session_id", Str(session_id(s))),
-        ("file", Str(Some(&s.rel))),
+        ("session_id", Str(session_id)),
+        ("file", Str(Some(file))),
         ("project", Str(Some(project))),
         ("entry_id", Str(r.entry_id.as_deref())),
         ("entry_index", U32(r.entry)),
@@ -187,7 +211,7 @@ fn usage_row(t: &mut Table, s: &SessionSummary, project: &str, r: &UsageRecord) 
         ("stop_reason", Str(r.stop_reason.as_deref())),
         ("thinking_level", Str(r.thinking_level.as_deref())),
         ("on_active_path", Bool(r.on_active_path)),
-        ("inherited", Bool(r.inherited)),
+        ("inherited", Bool(false)),
         ("input", F64(Some(r.input))),
         ("output", F64(Some(r.output))),
         ("cache_read", F64(Some(r.cache_read))),

@@ -18,7 +18,6 @@ use crate::analyze::parse_iso_ms;
 use crate::corpus::{Corpus, SessionSummary};
 use crate::frame::Frames;
 use crate::js::num_json;
-use crate::usage::{Source, UsageRecord};
 
 /// What the rows of a report are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -181,27 +180,23 @@ pub struct Report {
 
 /// Pi's grouping key of a billed call (`provider/(responseModel ?? model)`; tool results
 /// and summaries together, as Pi's own breakdown has them).
-pub fn model_key(r: &UsageRecord) -> String {
-    match r.source {
-        Source::Tool | Source::Compaction | Source::BranchSummary => "Tools/summaries".into(),
-        Source::Assistant => format!(
+pub fn model_key(source: &str, provider: Option<&str>, model: Option<&str>, response_model: Option<&str>) -> String {
+    match source {
+        "assistant" => format!(
             "{}/{}",
-            r.provider.as_deref().unwrap_or("?"),
-            r.response_model.as_deref().or(r.model.as_deref()).unwrap_or("?")
+            provider.unwrap_or("?"),
+            response_model.or(model).unwrap_or("?")
         ),
-        Source::Usage => format!(
-            "{}/{}",
-            r.provider.as_deref().unwrap_or("?"),
-            r.model.as_deref().unwrap_or("?")
-        ),
+        "usage" => format!("{}/{}", provider.unwrap_or("?"), model.unwrap_or("?")),
+        _ => "Tools/summaries".into(),
     }
 }
 
 /// The `kind` key: the source, and a usage entry's own kind.
-pub fn kind_key(r: &UsageRecord) -> String {
-    match (&r.source, &r.kind) {
-        (Source::Usage, Some(k)) => format!("usage:{k}"),
-        (s, _) => s.name().to_string(),
+pub fn kind_key(source: &str, kind: Option<&str>) -> String {
+    match (source, kind) {
+        ("usage", Some(k)) => format!("usage:{k}"),
+        (s, _) => s.to_string(),
     }
 }
 
@@ -252,178 +247,99 @@ fn contains(hay: &str, needle: Option<&str>) -> bool {
     needle.is_none_or(|n| hay.to_lowercase().contains(&n.to_lowercase()))
 }
 
-/// Build a report. The frames must come from the same corpus (rows in corpus order).
+/// Build a report from the usage frame (and the corpus's compactions).
+///
+/// The sums run over the frame in its row order (sessions by path, records in file order),
+/// one row after the other, so a report is the same bit for bit on every run; a parallel
+/// group-by would add costs in an order that changes from run to run.
 pub fn build(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Report> {
     let k = Keyer { o };
-    // Keys and filter of every usage row, in the frame's order.
-    let mut keys = Vec::new();
-    let mut models = Vec::new();
-    let mut keep = Vec::new();
-    for s in &corpus.sessions {
-        let project = &s.row.overview.project;
-        for r in &s.records {
-            let day = k.day(r.timestamp.as_deref().and_then(parse_iso_ms).or(r.message_timestamp));
-            let model = model_key(r);
-            keep.push(!r.inherited && k.keep(day, project, &model));
-            keys.push(match o.group {
-                g if g.is_time() => k.time_key(day),
-                Group::Session => s.rel.clone(),
-                Group::Model => model.clone(),
-                Group::Project => project.clone(),
-                _ => kind_key(r),
-            });
-            models.push(model);
-        }
-    }
-    let mut usage = frames.usage.clone();
-    usage.with_column(Column::new("key".into(), keys))?;
-    usage.with_column(Column::new("model_key".into(), models))?;
-    usage.with_column(Column::new("keep".into(), keep))?;
-    let by: Vec<Expr> = if o.breakdown {
-        vec![col("key"), col("model_key")]
-    } else {
-        vec![col("key")]
+    let u = &frames.usage;
+    let text = |name: &str| -> PolarsResult<Vec<Option<&str>>> { Ok(u.column(name)?.str()?.iter().collect()) };
+    let number = |name: &str| -> PolarsResult<Vec<f64>> {
+        Ok(u.column(name)?.f64()?.iter().map(|x| x.unwrap_or(0.0)).collect())
     };
-    let summary = col("source")
-        .eq(lit("compaction"))
-        .or(col("source").eq(lit("branch_summary")));
-    let sums = usage
-        .lazy()
-        .filter(col("keep"))
-        .group_by(by)
-        .agg([
-            col("input").sum(),
-            col("output").sum(),
-            col("cache_read").sum(),
-            col("cache_write").sum(),
-            col("cost").sum(),
-            len().cast(DataType::UInt64).alias("requests"),
-            col("cost").filter(summary).sum().alias("summary_cost"),
-            col("cost")
-                .filter(col("source").eq(lit("tool")))
-                .sum()
-                .alias("tool_cost"),
-        ])
-        .collect()?;
+    let (file, project, source, kind) = (text("file")?, text("project")?, text("source")?, text("kind")?);
+    let (provider, model, response_model) = (text("provider")?, text("model")?, text("response_model")?);
+    let times: Vec<Option<i64>> = u.column("timestamp")?.datetime()?.physical().iter().collect();
+    let inherited: Vec<bool> = u.column("inherited")?.bool()?.iter().map(|b| b == Some(true)).collect();
+    let (input, output) = (number("input")?, number("output")?);
+    let (cache_read, cache_write, cost) = (number("cache_read")?, number("cache_write")?, number("cost")?);
 
+    let mut rows: Vec<Row> = Vec::new();
+    let mut index: hashbrown::HashMap<String, usize> = hashbrown::HashMap::new();
+    let mut add = |key: String, model: String, f: &Figures| {
+        let r = *index.entry(key).or_insert_with_key(|key| {
+            rows.push(Row {
+                key: key.clone(),
+                session: None,
+                figures: Figures::default(),
+                models: Vec::new(),
+            });
+            rows.len() - 1
+        });
+        add_to(&mut rows[r], o.breakdown.then_some(&model), f);
+    };
+    for i in 0..u.height() {
+        if inherited[i] {
+            continue;
+        }
+        let day = k.day(times[i].map(|t| t as f64));
+        let source = source[i].unwrap_or_default();
+        let model = model_key(source, provider[i], model[i], response_model[i]);
+        let project = project[i].unwrap_or_default();
+        if !k.keep(day, project, &model) {
+            continue;
+        }
+        let key = match o.group {
+            g if g.is_time() => k.time_key(day),
+            Group::Session => file[i].unwrap_or_default().to_string(),
+            Group::Model => model.clone(),
+            Group::Project => project.to_string(),
+            _ => kind_key(source, kind[i]),
+        };
+        let f = Figures {
+            input: input[i],
+            output: output[i],
+            cache_read: cache_read[i],
+            cache_write: cache_write[i],
+            cost: cost[i],
+            requests: 1,
+            compactions: 0,
+            summary_cost: if matches!(source, "compaction" | "branch_summary") {
+                cost[i]
+            } else {
+                0.0
+            },
+            tool_cost: if source == "tool" { cost[i] } else { 0.0 },
+        };
+        add(key, model, &f);
+    }
     // Compactions, keyed alike (a fork's copies left out).
-    let mut ckeys = Vec::new();
-    let mut cmodels = Vec::new();
     for s in &corpus.sessions {
         let project = &s.row.overview.project;
-        for c in &s.compactions {
+        for c in s.compactions.iter().filter(|c| !c.inherited) {
             let day = k.day(c.timestamp.as_deref().and_then(parse_iso_ms));
             let model = format!(
                 "{}/{}",
                 c.provider.as_deref().unwrap_or("?"),
                 c.model.as_deref().unwrap_or("?")
             );
-            if c.inherited || !k.keep(day, project, &model) {
+            if !k.keep(day, project, &model) {
                 continue;
             }
-            ckeys.push(match o.group {
+            let key = match o.group {
                 g if g.is_time() => k.time_key(day),
                 Group::Session => s.rel.clone(),
                 Group::Model => model.clone(),
                 Group::Project => project.clone(),
                 _ => "compaction".into(),
-            });
-            cmodels.push(model);
-        }
-    }
-    let counted = DataFrame::new_infer_height(vec![
-        Column::new("key".into(), ckeys),
-        Column::new("model_key".into(), cmodels),
-    ])?;
-    let cby: Vec<Expr> = if o.breakdown {
-        vec![col("key"), col("model_key")]
-    } else {
-        vec![col("key")]
-    };
-    let ccounts = counted
-        .lazy()
-        .group_by(cby)
-        .agg([len().cast(DataType::UInt64).alias("compactions")])
-        .collect()?;
-
-    // Into rows.
-    let mut rows: Vec<Row> = Vec::new();
-    let mut index: hashbrown::HashMap<String, usize> = hashbrown::HashMap::new();
-    let mut row_of = |rows: &mut Vec<Row>, key: &str| -> usize {
-        *index.entry(key.to_string()).or_insert_with(|| {
-            rows.push(Row {
-                key: key.to_string(),
-                session: None,
-                figures: Figures::default(),
-                models: Vec::new(),
-            });
-            rows.len() - 1
-        })
-    };
-    let f64s = |df: &DataFrame, name: &str| -> PolarsResult<Vec<f64>> {
-        Ok(df.column(name)?.f64()?.iter().map(|x| x.unwrap_or(0.0)).collect())
-    };
-    let strs = |df: &DataFrame, name: &str| -> PolarsResult<Vec<String>> {
-        Ok(df
-            .column(name)?
-            .str()?
-            .iter()
-            .map(|x| x.unwrap_or(NONE_KEY).to_string())
-            .collect())
-    };
-    let u64s = |df: &DataFrame, name: &str| -> PolarsResult<Vec<u64>> {
-        Ok(df.column(name)?.u64()?.iter().map(|x| x.unwrap_or(0)).collect())
-    };
-    {
-        let key = strs(&sums, "key")?;
-        let model = if o.breakdown {
-            strs(&sums, "model_key")?
-        } else {
-            Vec::new()
-        };
-        let (input, output, cr, cw, cost) = (
-            f64s(&sums, "input")?,
-            f64s(&sums, "output")?,
-            f64s(&sums, "cache_read")?,
-            f64s(&sums, "cache_write")?,
-            f64s(&sums, "cost")?,
-        );
-        let (req, sc, tc) = (
-            u64s(&sums, "requests")?,
-            f64s(&sums, "summary_cost")?,
-            f64s(&sums, "tool_cost")?,
-        );
-        for i in 0..key.len() {
-            let f = Figures {
-                input: input[i],
-                output: output[i],
-                cache_read: cr[i],
-                cache_write: cw[i],
-                cost: cost[i],
-                requests: req[i],
-                compactions: 0,
-                summary_cost: sc[i],
-                tool_cost: tc[i],
             };
-            let r = row_of(&mut rows, &key[i]);
-            add_to(&mut rows[r], model.get(i), &f);
-        }
-    }
-    {
-        let key = strs(&ccounts, "key")?;
-        let model = if o.breakdown {
-            strs(&ccounts, "model_key")?
-        } else {
-            Vec::new()
-        };
-        let n = u64s(&ccounts, "compactions")?;
-        for i in 0..key.len() {
             let f = Figures {
-                compactions: n[i],
+                compactions: 1,
                 ..Figures::default()
             };
-            let r = row_of(&mut rows, &key[i]);
-            add_to(&mut rows[r], model.get(i), &f);
+            add(key, model, &f);
         }
     }
     if o.group == Group::Session {

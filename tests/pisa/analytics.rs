@@ -501,3 +501,29 @@ fn print_schema_tables() {
         println!("#### `{name}`\n\n{}", pisa::frame::markdown(cols));
     }
 }
+
+/// Costs are floating-point sums: they must be added in one fixed order, whatever the threads.
+#[test]
+fn reports_are_identical_on_every_run_and_thread_count() {
+    let d = sample();
+    let d = d.to_str().unwrap();
+    for report in [
+        vec!["monthly", "--json", "--breakdown"],
+        vec!["session", "--csv"],
+        vec!["compactions", "--json"],
+    ] {
+        let mut outputs = Vec::new();
+        for threads in ["1", "2", "4", "4"] {
+            let mut a = vec!["--threads", threads];
+            a.extend(&report);
+            a.extend(["-q", "-z", "UTC", d]);
+            let (code, out, err) = pisa(&a);
+            assert_eq!(code, 2, "{err}");
+            outputs.push(out);
+        }
+        assert!(
+            outputs.windows(2).all(|w| w[0] == w[1]),
+            "{report:?} changed between runs"
+        );
+    }
+}
