@@ -100,6 +100,7 @@ class EPool:
             pos.append(m.start())
             cum.append(extra)
         self.pos, self.cum = pos, cum
+        self.mv = memoryview(self.e)
         assert self.off(self.L) == len(self.e)
 
     def off(self, i):
@@ -117,11 +118,12 @@ class EPool:
             start, n = 0, n - k
 
     def take(self, start, n):
-        """The Txt of n characters from `start`, wrapping around at the end of the pool."""
+        """The Txt of n characters from `start`, wrapping around at the end of the pool (the
+        bytes are a view into the pool: no copy until the line is joined)."""
         if start + n <= self.L:
-            b = self.e[self.off(start):self.off(start + n)]
+            b = self.mv[self.off(start):self.off(start + n)]
         else:
-            b = b"".join(self.e[self.off(a):self.off(a + k)] for a, k in self._spans(start, n))
+            b = b"".join(self.mv[self.off(a):self.off(a + k)] for a, k in self._spans(start, n))
         return Txt(b, n, (self, start, n))
 
 
@@ -138,11 +140,13 @@ def _tx_default(o):
 _encode_tx = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False, default=_tx_default).encode
 
 
-def dumpb(obj, usage_json=None):
-    """dumps() as UTF-8 bytes, with Txt values spliced in."""
+def dumpb(obj, usage_json=None, nl=False):
+    """dumps() as UTF-8 bytes, with Txt values spliced in; nl: with a final newline."""
     s = _encode_tx(obj)
     if usage_json is not None:
         s = s.replace(_USAGE_PH_JSON, usage_json, 1)
+    if nl:
+        s += "\n"
     b = s.encode("utf-8")
     if _TX:
         parts = b.split(b"\\u0000")
@@ -729,9 +733,9 @@ class Session:
                 return i
 
     def _append_line(self, b):
-        """Appends one line: UTF-8 bytes without the newline."""
+        """Appends one line: UTF-8 bytes with its newline."""
         self.lines.append(b)
-        self.size += len(b) + 1
+        self.size += len(b)
 
     def write_header(self, session_id, version, parent_session=None, v1_extra=None):
         self.session_id = session_id
@@ -747,7 +751,7 @@ class Session:
         if parent_session is not None:
             h["parentSession"] = parent_session
         self.header = h
-        self._append_line(dumpb(h))
+        self._append_line(dumpb(h, nl=True))
         self.v1_index = 1
 
     def add(self, etype, fields, *, usage=None, kind="other", tokens=0, parent=Ellipsis, custom_order=False, ts=None, eid=None):
@@ -756,7 +760,7 @@ class Session:
         if self.era == "v1":
             d = {"type": etype, "timestamp": ts}
             d.update(fields)
-            self._append_line(dumpb(d, usage))
+            self._append_line(dumpb(d, usage, nl=True))
             idx = self.v1_index
             self.v1_index += 1
             self.ctx += tokens
@@ -781,7 +785,7 @@ class Session:
                 d["parentId"] = par
             d["timestamp"] = ts
             d.update(fields)
-        self._append_line(dumpb(d, usage))
+        self._append_line(dumpb(d, usage, nl=True))
         self.meta[eid] = [None if omit else par, kind, tokens, len(self.lines) - 1]
         self.order.append(eid)
         if par is not None and par != self.leaf:
@@ -1820,6 +1824,7 @@ class Generator:
         self.P = Profile(scale)
         self.pools = Pools(seed, scale)
         self.made_dirs = set()
+        self.built = {}  # recent sessions of this process that a fork may need again
 
     # -- output ------------------------------------------------------------------------------
     def write_file(self, rel, data, row):
@@ -1829,23 +1834,14 @@ class Generator:
         if d not in self.made_dirs:
             os.makedirs(d, exist_ok=True)
             self.made_dirs.add(d)
-        n = lines = 0
-        with open(path, "wb", buffering=0) as f:
+        with open(path, "wb", buffering=1 << 20) as f:
             if isinstance(data, (bytes, bytearray)):
                 f.write(data)
                 n = len(data)
                 lines = data.count(b"\n") + (1 if n and not data.endswith(b"\n") else 0)
-            else:  # a list of complete lines (bytes): write them in chunks of about 8 MB
-                i = 0
-                while i < len(data):
-                    j, size = i, 0
-                    while j < len(data) and size < 8_000_000:
-                        size += len(data[j]) + 1
-                        j += 1
-                    chunk = b"\n".join(data[i:j]) + b"\n"
-                    f.write(chunk)
-                    n += len(chunk)
-                    i = j
+            else:  # a list of lines (bytes, each with its newline)
+                f.writelines(data)
+                n = sum(map(len, data))
                 lines = len(data)
         row["path"] = rel
         row["bytes"] = n
@@ -1994,7 +1990,7 @@ class Generator:
             for target_id, (label, lts) in src.labels.items():
                 if target_id in s.meta:
                     lid = s.new_id()
-                    s._append_line(dumpb({"type": "label", "id": lid, "parentId": parent, "timestamp": lts, "targetId": target_id, "label": label}))
+                    s._append_line(dumpb({"type": "label", "id": lid, "parentId": parent, "timestamp": lts, "targetId": target_id, "label": label}, nl=True))
                     s.meta[lid] = [parent, "label", 0, len(s.lines) - 1]
                     s.order.append(lid)
                     parent = lid
@@ -2046,7 +2042,7 @@ class Generator:
         """The session's lines with one kind of damage, as bytes. row gets `damagedLines`: the
         0-based physical lines that are deliberately not what JSON.stringify writes (or not entries)."""
         rng = s.rng
-        lines = [b.decode("utf-8") for b in s.lines]
+        lines = [b[:-1].decode("utf-8") for b in s.lines]
         damaged = set()
         sep, end = "\n", "\n"
         raw = {}  # line index -> bytes (invalid UTF-8)
@@ -2280,8 +2276,11 @@ class Generator:
 
     # -- tasks ----------------------------------------------------------------------------------------
     def build(self, e):
-        """The Session of a plan task; a fork builds its source first (again: that is cheaper than
-        keeping sessions around, and keeps every task independent)."""
+        """The Session of a plan task; a fork builds its source first (again, unless this process
+        built it recently: a session is a function of its task, so that changes nothing)."""
+        key = (e["t"], e["idx"], bool(e.get("ghost")))
+        if key in self.built:
+            return self.built[key]
         if e["t"] == "new":
             s = self.new_session(e["idx"], e["era"], e["target"], forced=e.get("forced"), min_turns=e.get("min_turns", 1),
                                  wants=e.get("wants", ()), quiet=e.get("quiet", False))
@@ -2291,6 +2290,10 @@ class Generator:
                                   e["how"], random.Random(e["rng"]), e["target"], wants=e.get("wants", ()))
         if e.get("showcase"):
             s.features["showcase"] += 1
+        if s.size <= (400_000 if self.P.small else 6_000_000):  # what plan() lets be forked
+            self.built[key] = s
+            while len(self.built) > 8:
+                del self.built[next(iter(self.built))]
         return s
 
     def run_task(self, e):
@@ -2310,7 +2313,7 @@ class Generator:
         pool = multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else None
         # tasks in flight: enough that one huge session does not hold up the other workers, but
         # near the end of --bytes, not much planned work beyond it (it would be thrown away)
-        window = 16 * jobs if pool else 1
+        window = 64 * jobs if pool else 1
         tasks = self.plan(n_sessions, n_bytes)
         inflight = deque()
         inflight_est = 0
