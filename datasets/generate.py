@@ -1354,7 +1354,7 @@ class Session:
             return
         if on_path and self.path:
             target, clear = rng.choice([e for e in self.path[-50:] if self.meta[e][1] != "label"] or self.path[-1:]), False
-        elif self.labels and self.want_("label_cleared"):
+        elif self.labels and (rng.random() < 0.15 or self.want_("label_cleared")):
             target, clear = rng.choice(sorted(self.labels)), True
         else:
             target = rng.choice(self.order[-50:])
