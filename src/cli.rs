@@ -106,6 +106,10 @@ pub struct ExportArgs {
     /// Split usage and compactions into hive partitions.
     #[arg(long, value_enum, default_value = "none")]
     pub partition: crate::export::Partition,
+    /// Value of the `source` column of every frame: the machine or user the export is from
+    /// (default: the host name), so that pooled exports can be told apart.
+    #[arg(long, value_name = "NAME")]
+    pub source: Option<String>,
 }
 
 /// Arguments of `pisa query`.
@@ -121,6 +125,9 @@ pub struct QueryArgs {
     /// Print CSV.
     #[arg(long)]
     pub csv: bool,
+    /// Value of the `source` column (default: the host name).
+    #[arg(long, value_name = "NAME")]
+    pub source: Option<String>,
 }
 
 /// `YYYY-MM-DD` or `YYYYMMDD`.

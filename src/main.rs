@@ -216,8 +216,8 @@ fn report_options(a: &ReportArgs, group: Group) -> Result<rollup::Options> {
 
 fn rollup(a: ReportArgs, group: Group) -> Result<ExitCode> {
     let o = report_options(&a, group)?;
-    let corpus = scan_rows(a.input, a.json || a.csv)?;
-    let frames = Frames::build(&corpus)?;
+    let mut corpus = scan_rows(a.input, a.json || a.csv)?;
+    let frames = Frames::build(&mut corpus, &source_name(None))?;
     let r = rollup::build(&corpus, &frames, &o)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -255,9 +255,14 @@ fn compactions(a: ReportArgs) -> Result<ExitCode> {
     Ok(exit_code(&corpus))
 }
 
+/// The `source` column: as given, else the host name.
+fn source_name(given: Option<String>) -> String {
+    given.unwrap_or_else(|| gethostname::gethostname().to_string_lossy().into_owned())
+}
+
 fn export(a: ExportArgs) -> Result<ExitCode> {
-    let corpus = scan_rows(a.input, false)?;
-    let frames = Frames::build(&corpus)?;
+    let mut corpus = scan_rows(a.input, false)?;
+    let frames = Frames::build(&mut corpus, &source_name(a.source))?;
     let written = pisa::export::export(&frames, &a.out, a.format, a.partition)?;
     for (path, rows) in &written.files {
         eprintln!("pisa: wrote {} ({rows} rows)", path.display());
@@ -266,8 +271,8 @@ fn export(a: ExportArgs) -> Result<ExitCode> {
 }
 
 fn query(a: QueryArgs) -> Result<ExitCode> {
-    let corpus = scan_rows(a.input, true)?;
-    let frames = Frames::build(&corpus)?;
+    let mut corpus = scan_rows(a.input, true)?;
+    let frames = Frames::build(&mut corpus, &source_name(a.source))?;
     let mut df = pisa::frame::query(&frames, &a.sql).context("the query failed")?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());

@@ -13,7 +13,7 @@ use crate::corpus::{Corpus, SessionSummary};
 use crate::usage::UsageRecord;
 
 mod schema;
-pub use schema::{COMPACTIONS, Col, FILES, SESSIONS, Ty, USAGE, markdown};
+pub use schema::{COMPACTIONS, Col, FILES, SESSIONS, SOURCE, Ty, USAGE, markdown};
 
 /// The four frames of a corpus.
 #[derive(Debug, Clone)]
@@ -25,13 +25,23 @@ pub struct Frames {
 }
 
 impl Frames {
-    /// Build every frame. The corpus must have been scanned with [`crate::corpus::Keep::rows`].
-    pub fn build(corpus: &Corpus) -> PolarsResult<Frames> {
+    /// Build every frame, `source` in the first column of each. The corpus must have been
+    /// scanned with [`crate::corpus::Keep::rows`]; its usage chunks move into the usage frame.
+    pub fn build(corpus: &mut Corpus, source: &str) -> PolarsResult<Frames> {
+        let with_source = |mut df: DataFrame| -> PolarsResult<DataFrame> {
+            let height = df.height();
+            let name = PlSmallStr::from_static(SOURCE);
+            df.insert_column(
+                0,
+                Column::new_scalar(name, Scalar::from(PlSmallStr::from(source)), height),
+            )?;
+            Ok(df)
+        };
         Ok(Frames {
-            usage: usage(corpus)?,
-            sessions: sessions(corpus)?,
-            compactions: compactions(corpus)?,
-            files: files(corpus)?,
+            usage: with_source(usage(corpus)?)?,
+            sessions: with_source(sessions(corpus)?)?,
+            compactions: with_source(compactions(corpus)?)?,
+            files: with_source(files(corpus)?)?,
         })
     }
 
@@ -78,7 +88,10 @@ struct Table {
 }
 
 impl Table {
+    /// A builder for the columns of `schema` after `source` (which [`Frames::build`] adds).
     fn new(schema: &'static [Col]) -> Table {
+        let (first, schema) = schema.split_first().expect("a schema has columns");
+        assert_eq!(first.name, SOURCE, "every schema starts with `{SOURCE}`");
         let data = schema
             .iter()
             .map(|c| match c.ty {
@@ -175,20 +188,21 @@ pub fn usage_chunk(
 }
 
 /// The sessions' usage chunks in corpus order, with `inherited` from the fork deduplication.
-fn usage(corpus: &Corpus) -> PolarsResult<DataFrame> {
-    let mut frame = Table::new(USAGE).finish()?;
-    for s in &corpus.sessions {
-        if let Some(chunk) = &s.usage {
-            frame.vstack_mut(chunk)?;
-        }
-    }
-    frame.rechunk_mut();
+/// The chunks are moved out of the corpus and freed once copied into the frame.
+fn usage(corpus: &mut Corpus) -> PolarsResult<DataFrame> {
     let inherited: Vec<bool> = corpus
         .sessions
         .iter()
         .filter(|s| s.usage.is_some())
         .flat_map(|s| s.calls.iter().map(|c| c.inherited))
         .collect();
+    let mut frame = Table::new(USAGE).finish()?;
+    for s in &mut corpus.sessions {
+        if let Some(chunk) = s.usage.take() {
+            frame.vstack_mut_owned(chunk)?;
+        }
+    }
+    frame.rechunk_mut();
     frame.replace("inherited", Column::new("inherited".into(), inherited))?;
     Ok(frame)
 }
@@ -202,7 +216,7 @@ fn usage_row(t: &mut Table, session_id: Option<&str>, file: &str, project: &str,
         ("entry_id", Str(r.entry_id.as_deref())),
         ("entry_index", U32(r.entry)),
         ("timestamp", Time(time_of(r.timestamp.as_deref(), r.message_timestamp))),
-        ("source", Str(Some(r.source.name()))),
+        ("origin", Str(Some(r.source.name()))),
         ("kind", Str(r.kind.as_deref())),
         ("provider", Str(r.provider.as_deref())),
         ("model", Str(r.model.as_deref())),

@@ -1,5 +1,7 @@
 //! The column lists of the four frames: name, type and meaning. The README's schema
-//! section is [`markdown`] of these (a test keeps them equal).
+//! section is [`markdown`] of these (a test keeps them equal). Every frame starts with
+//! `source`, one value for the whole export, so exports of several machines or users can be
+//! pooled and queried as one table.
 
 /// A column type, as Polars, Parquet and DuckDB see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,8 +45,16 @@ const fn c(name: &'static str, ty: Ty, doc: &'static str) -> Col {
 
 use Ty::*;
 
+/// The name of every frame's first column.
+pub const SOURCE: &str = "source";
+
 /// One row per billed usage record (SPEC §2), fork copies included and flagged.
 pub const USAGE: &[Col] = &[
+    c(
+        "source",
+        Str,
+        "who or where the export comes from: `pisa export --source`, default the host name",
+    ),
     c("session_id", Str, "header `id` of the session file"),
     c("file", Str, "path of the file relative to the scanned folder"),
     c("project", Str, "the header's `cwd` (else the folder name decoded)"),
@@ -56,7 +66,7 @@ pub const USAGE: &[Col] = &[
     ),
     c("timestamp", Time, "the entry's timestamp, else the message's"),
     c(
-        "source",
+        "origin",
         Str,
         "`assistant`, `usage`, `tool`, `compaction` or `branch_summary`",
     ),
@@ -110,6 +120,11 @@ pub const USAGE: &[Col] = &[
 
 /// One row per accepted session file.
 pub const SESSIONS: &[Col] = &[
+    c(
+        "source",
+        Str,
+        "who or where the export comes from: `pisa export --source`, default the host name",
+    ),
     c("session_id", Str, "header `id`"),
     c("file", Str, "path relative to the scanned folder"),
     c("path", Str, "absolute path"),
@@ -203,6 +218,11 @@ pub const SESSIONS: &[Col] = &[
 
 /// One row per compaction entry (SPEC §5).
 pub const COMPACTIONS: &[Col] = &[
+    c(
+        "source",
+        Str,
+        "who or where the export comes from: `pisa export --source`, default the host name",
+    ),
     c("session_id", Str, "header `id`"),
     c("file", Str, "path relative to the scanned folder"),
     c("project", Str, "the header's `cwd`"),
@@ -248,6 +268,11 @@ pub const COMPACTIONS: &[Col] = &[
 
 /// One row per file seen: accepted, rejected or unreadable.
 pub const FILES: &[Col] = &[
+    c(
+        "source",
+        Str,
+        "who or where the export comes from: `pisa export --source`, default the host name",
+    ),
     c("file", Str, "path relative to the scanned folder"),
     c("path", Str, "absolute path"),
     c(

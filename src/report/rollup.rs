@@ -259,7 +259,7 @@ pub fn build(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Repo
     let number = |name: &str| -> PolarsResult<Vec<f64>> {
         Ok(u.column(name)?.f64()?.iter().map(|x| x.unwrap_or(0.0)).collect())
     };
-    let (file, project, source, kind) = (text("file")?, text("project")?, text("source")?, text("kind")?);
+    let (file, project, source, kind) = (text("file")?, text("project")?, text("origin")?, text("kind")?);
     let (provider, model, response_model) = (text("provider")?, text("model")?, text("response_model")?);
     let times: Vec<Option<i64>> = u.column("timestamp")?.datetime()?.physical().iter().collect();
     let inherited: Vec<bool> = u.column("inherited")?.bool()?.iter().map(|b| b == Some(true)).collect();

@@ -265,9 +265,9 @@ fn breakdown_rows_add_up_to_their_row() {
 #[test]
 fn exports_read_back_with_the_documented_types() {
     let d = sample();
-    let out = export(&d, &[]);
-    let corpus = pisa::corpus::scan(std::slice::from_ref(&d), pisa::corpus::Keep { rows: true }, None);
-    let frames = pisa::frame::Frames::build(&corpus).unwrap();
+    let out = export(&d, &["--source", "test-machine"]);
+    let mut corpus = pisa::corpus::scan(std::slice::from_ref(&d), pisa::corpus::Keep { rows: true }, None);
+    let frames = pisa::frame::Frames::build(&mut corpus, "test-machine").unwrap();
     let schemas = [
         ("usage", pisa::frame::USAGE),
         ("sessions", pisa::frame::SESSIONS),
@@ -355,8 +355,8 @@ fn monthly_partitions_form_one_table_and_replace_the_previous_export() {
         "stale partition kept: {months:?}"
     );
     assert!(months.len() >= 2);
-    let corpus = pisa::corpus::scan(&[d], pisa::corpus::Keep { rows: true }, None);
-    let frames = pisa::frame::Frames::build(&corpus).unwrap();
+    let mut corpus = pisa::corpus::scan(&[d], pisa::corpus::Keep { rows: true }, None);
+    let frames = pisa::frame::Frames::build(&mut corpus, "test-machine").unwrap();
     assert_eq!(rows, frames.usage.height());
 }
 
@@ -417,14 +417,40 @@ fn sql_queries_run_over_all_four_frames() {
         "query",
         "--csv",
         "-q",
-        "SELECT source, count(*) AS n FROM usage GROUP BY source ORDER BY source",
+        "SELECT origin, count(*) AS n FROM usage GROUP BY origin ORDER BY origin",
         d,
     ]);
     assert!(code == 0 || code == 2);
-    assert!(out.starts_with("source,n\nassistant,"), "{out}");
+    assert!(out.starts_with("origin,n\nassistant,"), "{out}");
     let (code, _, err) = pisa(&["query", "-q", "SELECT nope FROM usage", d]);
     assert_eq!(code, 1);
     assert!(err.contains("query"), "{err}");
+}
+
+/// Every frame's `source` column holds `--source`, else the host name, on every row.
+#[test]
+fn the_source_column_names_the_machine() {
+    let d = sample();
+    let out = export(&d, &["--source", "alice@laptop"]);
+    for name in ["usage", "sessions", "compactions", "files"] {
+        let df = read_parquet(&out.path().join(format!("{name}.parquet")));
+        assert_eq!(df.get_column_names()[0].as_str(), "source", "{name}");
+        let values = df.column("source").unwrap().as_materialized_series().clone();
+        assert_eq!(values.n_unique().unwrap(), 1, "{name}: one source");
+        assert_eq!(values.str().unwrap().get(0), Some("alice@laptop"), "{name}");
+        assert_eq!(values.null_count(), 0);
+    }
+    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    let d = d.to_str().unwrap();
+    let sql = "SELECT DISTINCT source FROM usage";
+    assert_eq!(
+        json_of(&["query", "--json", "-q", sql, d]),
+        serde_json::json!([{ "source": host }])
+    );
+    assert_eq!(
+        json_of(&["query", "--json", "-q", "--source", "bob", sql, d]),
+        serde_json::json!([{ "source": "bob" }])
+    );
 }
 
 #[test]
