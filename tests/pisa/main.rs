@@ -4,5 +4,6 @@ mod support;
 
 mod analytics;
 mod cli;
+mod notebooks;
 mod oracle;
 mod properties;
