@@ -13,6 +13,12 @@ pub struct Cli {
     /// Worker threads (default: all cores).
     #[arg(long, global = true, value_name = "N")]
     pub threads: Option<usize>,
+    /// Read every file afresh: neither use nor update the cache.
+    #[arg(long, global = true, env = "PISA_NO_CACHE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub no_cache: bool,
+    /// Where the cache lives (default: the user's cache folder, e.g. ~/.cache/pisa).
+    #[arg(long, global = true, value_name = "DIR", env = "PISA_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
 }
 
 /// The subcommands.

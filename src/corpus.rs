@@ -11,7 +11,8 @@ use hashbrown::{HashMap, HashSet};
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 
-use crate::analyze::{FileAnalysis, analyze_bytes};
+use crate::analyze::{FileAnalysis, analyze_bytes_from};
+use crate::cache::{self, Cache};
 use crate::error::ScanIssue;
 use crate::js;
 use crate::parse::Scratch;
@@ -20,7 +21,7 @@ use crate::scan::{self, FoundFile};
 use crate::usage::Totals;
 
 /// One billed call, reduced to what cross-session figures need.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct BilledCall {
     pub identity: u128,
     pub totals: Totals,
@@ -62,18 +63,22 @@ pub struct CompactionRow {
     pub inherited: bool,
 }
 
-/// What survives of one accepted session after its worker is done.
-#[derive(Debug, Clone)]
+/// What survives of one accepted session after its worker is done. The cache keeps it
+/// as its worker left it (the rows excepted).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SessionSummary {
     pub rel: String,
     pub path: PathBuf,
     /// The `sessions --json` object (corpus keys added by [`Corpus::finish`]).
+    #[serde(with = "json_as_text")]
     pub json: Map<String, Value>,
     pub calls: Vec<BilledCall>,
     /// This session's rows of the usage frame, in the order of `calls` (only with
     /// [`Keep::rows`]); `inherited` is filled in when the frames are built.
+    #[serde(skip)]
     pub usage: Option<polars::prelude::DataFrame>,
     /// One row per compaction entry, in file order (only with [`Keep::rows`]).
+    #[serde(skip)]
     pub compactions: Vec<CompactionRow>,
     /// Header timestamp (Unix ms), for choosing the owner of copied history.
     pub started_ms: Option<f64>,
@@ -83,7 +88,7 @@ pub struct SessionSummary {
 }
 
 /// The figures a terminal table row shows.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Row {
     /// Project, times and models, as in the JSON object.
     pub overview: rjson::Overview,
@@ -98,10 +103,11 @@ pub struct Row {
 }
 
 /// A file Pi refuses, or that could not be read.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RejectedFile {
     pub rel: String,
     pub path: PathBuf,
+    #[serde(with = "json_as_text")]
     pub json: Value,
     pub reason: String,
 }
@@ -140,23 +146,40 @@ pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 /// Scan roots and analyse every session file.
 pub fn scan(roots: &[PathBuf], keep: Keep, progress: Option<Progress<'_>>) -> Corpus {
     let found = scan::discover(roots);
-    let mut corpus = analyze_files(&found.files, keep, progress);
+    let mut corpus = analyze_files(&found.files, keep, progress, None);
     corpus.issues.extend(found.issues);
     corpus
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 enum Outcome {
     Session(Box<SessionSummary>),
     Rejected(RejectedFile),
 }
 
-/// Analyse the given files (largest first is best) in parallel.
-pub fn analyze_files(files: &[FoundFile], keep: Keep, progress: Option<Progress<'_>>) -> Corpus {
+/// JSON values as JSON text in the cache (postcard does not describe itself).
+mod json_as_text {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer, de::DeserializeOwned};
+
+    pub fn serialize<T: Serialize, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        serde_json::to_string(v)
+            .map_err(serde::ser::Error::custom)?
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, T: DeserializeOwned, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+        serde_json::from_str(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Analyse the given files (largest first is best) in parallel, through the cache if one
+/// is given. The result is the same with and without it.
+pub fn analyze_files(files: &[FoundFile], keep: Keep, progress: Option<Progress<'_>>, cache: Option<&Cache>) -> Corpus {
     let bytes = AtomicU64::new(0);
     let outcomes: Vec<Outcome> = files
         .par_iter()
         .map_init(Scratch::default, |scratch, f| {
-            let out = analyze_one(f, keep, scratch);
+            let out = analyze_one(f, keep, scratch, cache);
             bytes.fetch_add(f.size, Ordering::Relaxed);
             if let Some(p) = progress {
                 p(f.size);
@@ -179,8 +202,15 @@ pub fn analyze_files(files: &[FoundFile], keep: Keep, progress: Option<Progress<
 }
 
 /// Analyse one file; a panic (a bug in pisa) costs only this file, which is reported.
-fn analyze_one(f: &FoundFile, keep: Keep, scratch: &mut Scratch) -> Outcome {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_one_unguarded(f, keep, scratch))) {
+fn analyze_one(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: Option<&Cache>) -> Outcome {
+    let run = || match cache {
+        Some(c) => analyze_cached(f, keep, scratch, c),
+        None => match scan::source::load(&f.path) {
+            Ok(data) => outcome_of(f, &data, keep, scratch, None, |_, _| {}),
+            Err(e) => unreadable(f, e),
+        },
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
         Ok(outcome) => outcome,
         Err(payload) => {
             // The scratch buffers may hold anything now: start them afresh.
@@ -201,20 +231,76 @@ fn analyze_one(f: &FoundFile, keep: Keep, scratch: &mut Scratch) -> Outcome {
     }
 }
 
-fn analyze_one_unguarded(f: &FoundFile, keep: Keep, scratch: &mut Scratch) -> Outcome {
+fn unreadable(f: &FoundFile, e: crate::Error) -> Outcome {
+    let reason = e.to_string();
+    Outcome::Rejected(RejectedFile {
+        rel: f.rel.clone(),
+        path: f.path.clone(),
+        json: json!({"path": f.rel, "status": "unreadable", "reason": reason}),
+        reason,
+    })
+}
+
+/// One file through the cache: its summary when the file did not change (and no rows are
+/// wanted), its cached entries and a parse of what was appended when it grew, else a parse.
+fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cache) -> Outcome {
+    let key = cache::key(&f.path);
+    let meta = std::fs::metadata(&f.path).map(|m| cache::Meta::of(&m));
+    let record = cache.get(&key);
+    if let (Some(r), Ok(meta)) = (record, &meta)
+        && !keep.rows
+        && r.rel == f.rel
+        && r.stamp.same_meta(*meta)
+        && std::fs::File::open(&f.path)
+            .and_then(|file| r.stamp.same_ends(&file))
+            .unwrap_or(false)
+        && let Some(outcome) = cache.decode_summary::<Outcome>(&key, &r.summary)
+    {
+        cache.keep(key, r.clone());
+        return outcome;
+    }
     let data = match scan::source::load(&f.path) {
         Ok(d) => d,
-        Err(e) => {
-            let reason = e.to_string();
-            return Outcome::Rejected(RejectedFile {
-                rel: f.rel.clone(),
-                path: f.path.clone(),
-                json: json!({"path": f.rel, "status": "unreadable", "reason": reason}),
-                reason,
-            });
-        }
+        Err(e) => return unreadable(f, e),
     };
-    match analyze_bytes(&data, scratch) {
+    let Ok(meta) = meta else {
+        return outcome_of(f, &data, keep, scratch, None, |_, _| {});
+    };
+    let change = record.map(|r| r.stamp.compare(meta, &data));
+    let prefix = match (record, change) {
+        (Some(r), Some(cache::Change::Same | cache::Change::Grown)) => cache.entries(&key, r),
+        _ => None,
+    };
+    let reused = prefix.as_ref().map(|p| p.offset);
+    let mut blob = cache::Blob::None;
+    let outcome = outcome_of(f, &data, keep, scratch, prefix, |resume, entries| {
+        blob = match (reused, record.and_then(|r| r.entries)) {
+            (Some(offset), Some(old)) if offset == resume.offset => cache::Blob::Keep(old),
+            _ => cache::Blob::New(cache::encode_entries(&resume.prefix_of(entries))),
+        };
+    });
+    if matches!(outcome, Outcome::Rejected(_)) {
+        blob = cache::Blob::None;
+    }
+    // A file that changed while it was read is not cached: the next run reads it again.
+    if data.len() as u64 == meta.size
+        && let Some(summary) = cache::Cache::encode_summary(&outcome)
+    {
+        cache.put(key, &f.rel, cache::Stamp::of(meta, &data), summary, blob);
+    }
+    outcome
+}
+
+/// Analyse a file's bytes (going on from `prefix` when given) into its outcome.
+fn outcome_of(
+    f: &FoundFile,
+    data: &[u8],
+    keep: Keep,
+    scratch: &mut Scratch,
+    prefix: Option<crate::parse::Prefix>,
+    parsed: impl FnOnce(&crate::parse::ResumePoint, &[crate::parse::entry::Entry]),
+) -> Outcome {
+    match analyze_bytes_from(data, prefix, scratch, parsed) {
         FileAnalysis::Rejected { stats, reason } => Outcome::Rejected(RejectedFile {
             rel: f.rel.clone(),
             path: f.path.clone(),

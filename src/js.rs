@@ -19,7 +19,7 @@ pub type Jv = Option<serde_json::Value>;
 ///
 /// JSON gives ids of any type; `Map` compares them with SameValueZero, so `5` and `"5"`
 /// differ, and two objects are never equal (each parse makes a new one).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub enum Key {
     /// The field is absent.
     #[default]
@@ -40,6 +40,37 @@ pub enum Key {
 /// never takes part in comparing or hashing the key that holds it.
 #[derive(Debug, Clone, Default)]
 pub struct Opaque(pub Box<serde_json::Value>);
+
+impl serde::Serialize for Opaque {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0.to_string())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Opaque {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Opaque, D::Error> {
+        let text = String::deserialize(d)?;
+        serde_json::from_str(&text)
+            .map(|v| Opaque(Box::new(v)))
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Serde of a [`Jv`] for pisa's cache: the value as JSON text, so that a format that does
+/// not describe itself (postcard) keeps `undefined` (absent) and `null` apart.
+pub mod jv_text {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &super::Jv, s: S) -> Result<S::Ok, S::Error> {
+        v.as_ref().map(|v| v.to_string()).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<super::Jv, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|t| serde_json::from_str(&t).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
 
 impl PartialEq for Opaque {
     fn eq(&self, _: &Opaque) -> bool {
@@ -462,7 +493,7 @@ pub fn js_add_operand(v: Option<TapeValue<'_, '_>>, marks: Marks) -> f64 {
 
 /// A JavaScript primitive as Pi's sums see it: `total += usage.input` with whatever the file
 /// holds. Objects and arrays are kept as the string `ToPrimitive` makes of them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum JsVal {
     Undefined,
     Null,

@@ -16,6 +16,9 @@ use pisa::frame::Frames;
 use pisa::report;
 use pisa::report::rollup::{self, Group};
 
+/// The cache folder of this run (`None`: `--no-cache`, or no cache folder on this system).
+static CACHE_DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -32,6 +35,12 @@ fn main() -> ExitCode {
             eprintln!("pisa: internal error: {info} (please report it)");
         }
     }));
+    let cache_dir = if cli.no_cache {
+        None
+    } else {
+        cli.cache_dir.clone().or_else(pisa::cache::default_dir)
+    };
+    CACHE_DIR.set(cache_dir).expect("set once");
     if let Some(n) = cli.threads {
         // Only fails when a pool exists already, which cannot happen this early.
         let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
@@ -109,9 +118,18 @@ fn scan_with_progress(roots: &[PathBuf], keep: Keep, show: bool) -> Corpus {
             b.inc(n);
         }
     };
-    let mut corpus = corpus::analyze_files(&found.files, keep, Some(&tick));
+    let cache = CACHE_DIR.get().cloned().flatten().map(|d| pisa::cache::Cache::open(&d));
+    let mut corpus = corpus::analyze_files(&found.files, keep, Some(&tick), cache.as_ref());
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    if let Some(cache) = cache {
+        for w in cache.warnings() {
+            eprintln!("pisa: {w}");
+        }
+        if let Err(e) = cache.save(roots) {
+            eprintln!("pisa: {e}");
+        }
     }
     corpus.issues.extend(found.issues);
     corpus

@@ -7,7 +7,7 @@
 use crate::js::{JsVal, Jv, Key};
 
 /// The `type` of an entry, as Pi dispatches on it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
 pub enum EntryType {
     Session,
     Message,
@@ -30,7 +30,7 @@ pub enum EntryType {
 }
 
 /// The kind of a non-object entry, named as the oracle tallies it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Copy, PartialEq, Eq)]
 pub enum NonObject {
     Number,
     String,
@@ -84,7 +84,7 @@ impl EntryType {
 }
 
 /// One parsed line that Pi keeps (header included).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
     /// Physical line number, 0-based.
     pub line: u32,
@@ -99,7 +99,7 @@ pub struct Entry {
 }
 
 /// The type-specific part of an entry.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default)]
 pub enum Body {
     #[default]
     None,
@@ -110,19 +110,23 @@ pub enum Body {
     ContextEdit(Box<ContextEdit>),
     Usage(Box<UsageEntry>),
     ModelChange(Box<ModelChange>),
-    ThinkingLevel(Jv),
+    ThinkingLevel(#[serde(with = "crate::js::jv_text")] Jv),
     CustomMessage(Box<CustomMessage>),
-    SessionInfo(Jv),
+    SessionInfo(#[serde(with = "crate::js::jv_text")] Jv),
 }
 
 /// The header line (`type == "session"`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default)]
 pub struct Header {
     /// `id` when it is a string (Pi requires it for the first line).
     pub id: Option<Box<str>>,
+    #[serde(with = "crate::js::jv_text")]
     pub version: Jv,
+    #[serde(with = "crate::js::jv_text")]
     pub cwd: Jv,
+    #[serde(with = "crate::js::jv_text")]
     pub parent_session: Jv,
+    #[serde(with = "crate::js::jv_text")]
     pub timestamp: Jv,
 }
 
@@ -132,7 +136,7 @@ pub struct Header {
 pub type Chars = Option<f64>;
 
 /// Content reduced to the character counts the estimate needs.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Copy, Default, PartialEq)]
 pub struct ContentChars {
     /// `estimateTextAndImageContentChars(content)` (user, toolResult, custom, system).
     pub as_content: Chars,
@@ -147,7 +151,7 @@ pub struct ContentChars {
 }
 
 /// The message of a `message` entry (or a compaction's `systemMessage`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default)]
 pub struct Message {
     /// `message` was not an object (`null` makes Pi's code throw).
     pub not_object: bool,
@@ -168,10 +172,14 @@ pub struct Message {
     pub usage_not_object: bool,
     /// `usage` is truthy (`if (message.usage)`).
     pub usage_truthy: bool,
+    #[serde(with = "crate::js::jv_text")]
     pub provider: Jv,
+    #[serde(with = "crate::js::jv_text")]
     pub model: Jv,
+    #[serde(with = "crate::js::jv_text")]
     pub response_model: Jv,
     pub api: Option<Box<str>>,
+    #[serde(with = "crate::js::jv_text")]
     pub stop_reason: Jv,
     pub thinking_level: Option<Box<str>>,
     /// `message.timestamp` (Unix ms) when a number.
@@ -183,7 +191,7 @@ pub struct Message {
 }
 
 /// A message role.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default, PartialEq, Eq)]
 pub enum Role {
     System,
     User,
@@ -239,7 +247,7 @@ impl Role {
 }
 
 /// What a system message contributes to the replayed system message.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default)]
 pub struct SystemInfo {
     /// Own estimate characters: content + truthy sections + `JSON.stringify(toolsAdded)`.
     pub own_chars: Chars,
@@ -257,7 +265,7 @@ pub struct SystemInfo {
 }
 
 /// Whether a field is absent, `null`, or set.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Copy, Default, PartialEq, Eq)]
 pub enum Presence {
     #[default]
     Absent,
@@ -267,7 +275,7 @@ pub enum Presence {
 
 /// Billed usage as written, in JavaScript numbers: `NaN` stands for a field that is absent
 /// (or not a number), which is what `total += usage.field` gives in Pi.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
 pub struct Usage {
     pub input: f64,
     pub output: f64,
@@ -337,13 +345,14 @@ impl Usage {
 }
 
 /// A `compaction` entry.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default)]
 pub struct Compaction {
     /// `summary.length`, `None` when not a string (Pi throws on `undefined.length`).
     pub summary_chars: Chars,
     pub first_kept: Key,
     /// v1: `firstKeptEntryIndex` when it is a number.
     pub first_kept_index: Option<f64>,
+    #[serde(with = "crate::js::jv_text")]
     pub tokens_before: Jv,
     pub usage: Option<Usage>,
     /// `usage` is truthy but not an object.
@@ -353,7 +362,7 @@ pub struct Compaction {
 }
 
 /// A `branch_summary` entry.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default)]
 pub struct BranchSummary {
     /// `summary` is truthy.
     pub has_summary: bool,
@@ -363,14 +372,14 @@ pub struct BranchSummary {
 }
 
 /// A `context_edit` entry.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default)]
 pub struct ContextEdit {
     pub target: Key,
     pub replacement: Replacement,
 }
 
 /// The `replacement` of a context edit.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default)]
 pub enum Replacement {
     /// Absent: Pi's `replacement.content` throws when the edit is applied.
     #[default]
@@ -382,24 +391,29 @@ pub enum Replacement {
 }
 
 /// A `usage` entry.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default)]
 pub struct UsageEntry {
+    #[serde(with = "crate::js::jv_text")]
     pub kind: Jv,
+    #[serde(with = "crate::js::jv_text")]
     pub provider: Jv,
+    #[serde(with = "crate::js::jv_text")]
     pub model: Jv,
     pub usage: Option<Usage>,
     pub usage_not_object: bool,
 }
 
 /// A `model_change` entry.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default)]
 pub struct ModelChange {
+    #[serde(with = "crate::js::jv_text")]
     pub provider: Jv,
+    #[serde(with = "crate::js::jv_text")]
     pub model_id: Jv,
 }
 
 /// A `custom_message` entry.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default)]
 pub struct CustomMessage {
     /// `content ?? []`, counted as custom message content.
     pub content: ContentChars,

@@ -56,7 +56,7 @@ impl RejectReason {
 }
 
 /// The first line pisa had to skip, for the report.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Damage {
     /// Physical line number, 1-based.
     pub line: u64,
@@ -67,7 +67,7 @@ pub struct Damage {
 }
 
 /// Line-level accounting of one file.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LineStats {
     pub bytes: u64,
     /// Physical lines split on `\n`; an unterminated last line counts.
@@ -218,21 +218,100 @@ impl Scratch {
 
 /// Read one session file from its bytes, as Pi's loader does.
 pub fn parse_file(bytes: &[u8], scratch: &mut Scratch) -> ParsedFile {
+    parse_file_from(bytes, None, scratch).0
+}
+
+/// What a parse of `[0, offset)` of a file leaves behind, to go on from when the file grows
+/// (Pi only appends). `offset` is the end of the last terminated line: an unterminated last
+/// line may still be being written, so it is parsed again.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Prefix {
+    pub offset: u64,
+    pub line_no: u32,
+    pub unique: u32,
+    /// Line statistics of `[0, offset)`; the whole-file fields (`bytes`, `ends_with_newline`,
+    /// `bom`, `pending_tail_bytes`) are taken again from the whole file.
+    pub stats: LineStats,
+    /// Every value kept from `[0, offset)`, in file order.
+    pub entries: Vec<Entry>,
+}
+
+/// Where [`parse_file_from`] stopped being sure: `[0, offset)` holds `entries` of the
+/// parsed file's entries and `stats`. Save it (with those entries) as a [`Prefix`].
+#[derive(Debug, Clone, Default)]
+pub struct ResumePoint {
+    pub offset: u64,
+    pub line_no: u32,
+    pub unique: u32,
+    pub stats: LineStats,
+    pub entries: usize,
+}
+
+impl ResumePoint {
+    /// The prefix to store, borrowing the parsed entries.
+    pub fn prefix_of<'a>(&'a self, entries: &'a [Entry]) -> PrefixRef<'a> {
+        PrefixRef {
+            offset: self.offset,
+            line_no: self.line_no,
+            unique: self.unique,
+            stats: &self.stats,
+            entries: &entries[..self.entries],
+        }
+    }
+}
+
+/// A [`Prefix`] that borrows, for serializing (same encoding).
+#[derive(Debug, serde::Serialize)]
+pub struct PrefixRef<'a> {
+    pub offset: u64,
+    pub line_no: u32,
+    pub unique: u32,
+    pub stats: &'a LineStats,
+    pub entries: &'a [Entry],
+}
+
+/// Read a file whose first `prefix.offset` bytes were read before (their entries and line
+/// statistics are in `prefix`), parsing only the rest. With no prefix, this is [`parse_file`].
+/// The result equals a parse of the whole file when those bytes did not change.
+pub fn parse_file_from(bytes: &[u8], prefix: Option<Prefix>, scratch: &mut Scratch) -> (ParsedFile, ResumePoint) {
     let mut out = ParsedFile::default();
+    let mut start = 0usize;
+    let mut line_no = 0u32;
+    if let Some(p) = prefix.filter(|p| p.offset as usize <= bytes.len()) {
+        out.stats = p.stats;
+        out.entries = p.entries;
+        start = p.offset as usize;
+        line_no = p.line_no;
+        scratch.unique = scratch.unique.max(p.unique);
+    }
     let stats = &mut out.stats;
     stats.bytes = bytes.len() as u64;
     stats.ends_with_newline = bytes.last() == Some(&b'\n');
     stats.bom = bytes.starts_with(b"\xEF\xBB\xBF");
+    stats.pending_tail_bytes = 0;
+    let mut resume = ResumePoint::default();
     if bytes.is_empty() {
         out.reject = Some(RejectReason::EmptyFile);
-        return out;
+        return (out, resume);
     }
-    let mut start = 0usize;
-    let mut line_no = 0u32;
-    let mut ends = memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
+    let base = start;
+    let mut ends = memchr_iter(b'\n', &bytes[base..])
+        .map(move |i| i + base)
+        .chain(std::iter::once(bytes.len()));
+    let mut resume_taken = false;
     while start < bytes.len() {
         let end = ends.next().unwrap_or(bytes.len());
         let terminated = end < bytes.len();
+        if !terminated {
+            resume = ResumePoint {
+                offset: start as u64,
+                line_no,
+                unique: scratch.unique,
+                stats: stats.clone(),
+                entries: out.entries.len(),
+            };
+            resume_taken = true;
+        }
         let line = &bytes[start..end];
         stats.lines += 1;
         if line.iter().all(|&b| b == b' ' || b == b'\t' || b == b'\r') {
@@ -268,6 +347,15 @@ pub fn parse_file(bytes: &[u8], scratch: &mut Scratch) -> ParsedFile {
         line_no = line_no.saturating_add(1);
         start = end + 1;
     }
+    if !resume_taken {
+        resume = ResumePoint {
+            offset: bytes.len() as u64,
+            line_no,
+            unique: scratch.unique,
+            stats: out.stats.clone(),
+            entries: out.entries.len(),
+        };
+    }
     out.reject = match out.entries.first() {
         None => Some(RejectReason::NoParsableEntries),
         Some(first) => match &first.body {
@@ -280,8 +368,9 @@ pub fn parse_file(bytes: &[u8], scratch: &mut Scratch) -> ParsedFile {
     };
     if out.reject.is_some() {
         out.entries = Vec::new();
+        resume = ResumePoint::default();
     }
-    out
+    (out, resume)
 }
 
 fn describe(e: &Entry) -> String {
@@ -368,6 +457,40 @@ mod tests {
         assert_eq!(p.entries.len(), 2);
         assert_eq!(p.stats.invalid_utf8_lines, 1);
         assert_eq!(p.stats.malformed_lines, 1);
+    }
+
+    /// Parsing what was appended, from a prefix saved at any earlier length of the file,
+    /// gives exactly the parse of the whole file.
+    #[test]
+    fn going_on_from_a_prefix_equals_parsing_the_whole_file() {
+        let mut text = format!("{H}\n\n{{bad\n{{\"type\":\"custom\",\"id\":\"a\",\"parentId\":{{}}}}\r\nnull\n");
+        text.push_str("{\"type\":\"x\",\"t\":\"\\ud83d\"}\n[1]\n{\"type\":\"message\",\"id\":\"b\",\"parentId\":[2]}");
+        let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/sample");
+        let mut files: Vec<Vec<u8>> = vec![text.into_bytes()];
+        for e in walkdir::WalkDir::new(sample)
+            .into_iter()
+            .filter_map(Result::ok)
+            .take(12)
+        {
+            if e.path().extension().is_some_and(|x| x == "jsonl") {
+                files.push(std::fs::read(e.path()).unwrap());
+            }
+        }
+        for bytes in &files {
+            let whole = format!("{:?}", parse(bytes));
+            let cuts = (0..bytes.len()).step_by((bytes.len() / 40).max(1)).chain([bytes.len()]);
+            for cut in cuts {
+                let mut scratch = Scratch::default();
+                let (first, resume) = parse_file_from(&bytes[..cut], None, &mut scratch);
+                if first.reject.is_some() {
+                    continue;
+                }
+                let saved = postcard::to_stdvec(&resume.prefix_of(&first.entries)).unwrap();
+                let prefix: Prefix = postcard::from_bytes(&saved).unwrap();
+                let (again, _) = parse_file_from(bytes, Some(prefix), &mut Scratch::default());
+                assert_eq!(format!("{again:?}"), whole, "cut at {cut} of {}", bytes.len());
+            }
+        }
     }
 
     #[test]

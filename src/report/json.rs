@@ -83,7 +83,7 @@ fn entry_id(tree: &Tree, i: Option<u32>) -> Value {
 
 /// The figures of a session that need its path or a formatting choice, computed once for
 /// both the JSON object and the table row.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Overview {
     pub project: String,
     pub started: Option<String>,

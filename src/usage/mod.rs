@@ -107,7 +107,7 @@ impl UsageRecord {
 }
 
 /// Sums of billed usage in pisa's own terms: missing numbers read as 0.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Totals {
     pub input: f64,
     pub output: f64,

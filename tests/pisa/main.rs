@@ -3,6 +3,7 @@
 mod support;
 
 mod analytics;
+mod cache;
 mod cli;
 mod notebooks;
 mod oracle;

@@ -20,6 +20,7 @@ pub fn shared() -> PathBuf {
 pub fn pisa(args: &[&str]) -> (i32, String, String) {
     let out = assert_cmd::Command::cargo_bin("pisa")
         .expect("pisa binary")
+        .env("PISA_NO_CACHE", "1")
         .args(args)
         .output()
         .expect("run pisa");

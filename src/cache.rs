@@ -1,0 +1,362 @@
+//! The incremental re-scan cache: what pisa learnt of each file, kept between runs.
+//!
+//! Pi only appends to a session file (and rewrites it when it migrates an old session). So:
+//! - a file with the same size, modification time, inode and first and last bytes as last
+//!   time is taken from the cache without being read (its summary), or without being parsed
+//!   (its entries, when every record is wanted);
+//! - a file that grew, whose old first and last bytes are still in place, is parsed from the
+//!   end of its last complete line onward; the entries kept from before rebuild the tree;
+//! - anything else (shrunk, rewritten, even to the same size) is parsed from scratch.
+//!
+//! Layout under the cache folder: `index.bin` (one [`Record`] per file, with its summary)
+//! and `entries/<hash of the path>.bin` (the parsed entries of one file, a
+//! [`crate::parse::Prefix`]). Both start with a magic number and [`FORMAT`]; a file that
+//! does not decode, or was written by another format, is discarded with a warning and never
+//! trusted. Writes go to a temporary name and are renamed into place.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::parse::Prefix;
+
+/// Bump on any change to a cached type or to what pisa computes from a file.
+pub const FORMAT: u32 = 1;
+const MAGIC: &[u8; 8] = b"pisa\x00cch";
+/// Bytes hashed at each end of a file.
+const PROBE: u64 = 4096;
+
+/// The folder used when none is given: the user's cache folder.
+pub fn default_dir() -> Option<PathBuf> {
+    dirs::cache_dir().map(|d| d.join("pisa"))
+}
+
+/// What identifies a file's bytes as last seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub inode: u64,
+    pub device: u64,
+    /// Hash of the first `min(size, PROBE)` bytes.
+    pub head: u64,
+    /// Hash of the last `min(size, PROBE)` bytes.
+    pub tail: u64,
+}
+
+/// File metadata, before any byte is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub inode: u64,
+    pub device: u64,
+}
+
+impl Meta {
+    pub fn of(m: &std::fs::Metadata) -> Meta {
+        use std::os::unix::fs::MetadataExt;
+        Meta {
+            size: m.len(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            inode: m.ino(),
+            device: m.dev(),
+        }
+    }
+}
+
+fn hash(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
+}
+
+impl Stamp {
+    /// The stamp of a file's bytes.
+    pub fn of(meta: Meta, bytes: &[u8]) -> Stamp {
+        let n = bytes.len();
+        let probe = n.min(PROBE as usize);
+        Stamp {
+            size: meta.size,
+            mtime_ns: meta.mtime_ns,
+            inode: meta.inode,
+            device: meta.device,
+            head: hash(&bytes[..probe]),
+            tail: hash(&bytes[n - probe..]),
+        }
+    }
+
+    /// Same file, same metadata: worth checking the bytes.
+    pub fn same_meta(&self, m: Meta) -> bool {
+        self.size == m.size && self.mtime_ns == m.mtime_ns && self.inode == m.inode && self.device == m.device
+    }
+
+    /// The file's bytes still begin with what this stamp saw: the same bytes (`Same`: same
+    /// size and time too), or those bytes and more (`Grown`), as far as the probes at each end
+    /// of the old length can tell.
+    pub fn compare(&self, meta: Meta, bytes: &[u8]) -> Change {
+        if self.inode != meta.inode || self.device != meta.device || (bytes.len() as u64) < self.size {
+            return Change::Other;
+        }
+        let old = self.size as usize;
+        let probe = old.min(PROBE as usize);
+        if hash(&bytes[..probe]) != self.head || hash(&bytes[old - probe..old]) != self.tail {
+            return Change::Other;
+        }
+        match bytes.len() == old {
+            // Same size but written since: rewritten in place (a migration), not appended to.
+            true if self.mtime_ns == meta.mtime_ns => Change::Same,
+            true => Change::Other,
+            false => Change::Grown,
+        }
+    }
+
+    /// [`Stamp::compare`] for a file of unchanged metadata, reading only its two ends.
+    pub fn same_ends(&self, file: &File) -> std::io::Result<bool> {
+        use std::os::unix::fs::FileExt;
+        let probe = self.size.min(PROBE);
+        let mut buf = vec![0u8; probe as usize];
+        file.read_exact_at(&mut buf, 0)?;
+        if hash(&buf) != self.head {
+            return Ok(false);
+        }
+        file.read_exact_at(&mut buf, self.size - probe)?;
+        Ok(hash(&buf) == self.tail)
+    }
+}
+
+/// How a file relates to its cached stamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Same,
+    Grown,
+    Other,
+}
+
+/// The entries of a file for [`Cache::put`].
+#[derive(Debug)]
+pub enum Blob {
+    /// None (a rejected file).
+    None,
+    /// The cached blob with this hash still holds (nothing new was parsed).
+    Keep(u64),
+    /// Newly encoded entries ([`encode_entries`]; `None` if they could not be encoded).
+    New(Option<Vec<u8>>),
+}
+
+/// Encode a file's parsed entries for [`Blob::New`].
+pub fn encode_entries(prefix: &crate::parse::PrefixRef<'_>) -> Option<Vec<u8>> {
+    encode(prefix).ok()
+}
+
+/// What the cache holds for one file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    /// The path relative to its scanned root, when the summary was made (it names the file
+    /// inside the summary, so a summary is only reused under the same name).
+    pub rel: String,
+    pub stamp: Stamp,
+    /// The file's summary ([`crate::corpus`]'s encoding), before any corpus-wide figure.
+    pub summary: Vec<u8>,
+    /// Hash of the file's entries blob, when there is one (an accepted session).
+    pub entries: Option<u64>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Index {
+    files: HashMap<String, Record>,
+}
+
+/// The cache of one run: the index read at the start, the records made during the run.
+#[derive(Debug)]
+pub struct Cache {
+    dir: PathBuf,
+    old: Index,
+    new: Mutex<HashMap<String, Record>>,
+    warnings: Mutex<Vec<String>>,
+}
+
+/// The key of a file: its path as given to the scan, made absolute.
+pub fn key(path: &Path) -> String {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, postcard::Error> {
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&FORMAT.to_le_bytes());
+    postcard::to_extend(value, out)
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, String> {
+    let rest = bytes
+        .strip_prefix(MAGIC.as_slice())
+        .ok_or_else(|| "not a pisa cache file".to_string())?;
+    let (format, rest) = rest.split_at_checked(4).ok_or_else(|| "truncated".to_string())?;
+    let format = u32::from_le_bytes(format.try_into().expect("4 bytes"));
+    if format != FORMAT {
+        return Err(format!(
+            "written by another version of pisa (format {format}, this one reads {FORMAT})"
+        ));
+    }
+    postcard::from_bytes(rest).map_err(|e| format!("does not decode ({e})"))
+}
+
+/// Write `bytes` to `path` under a temporary name, then rename it into place.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().expect("cache files are in a folder");
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+impl Cache {
+    /// Open the cache in `dir` (created when first written). An unreadable index is
+    /// reported by [`Cache::warnings`] and the run starts afresh.
+    pub fn open(dir: &Path) -> Cache {
+        let index_path = dir.join("index.bin");
+        let mut warnings = Vec::new();
+        let old = match std::fs::read(&index_path) {
+            Ok(bytes) => decode::<Index>(&bytes).unwrap_or_else(|why| {
+                warnings.push(format!("ignoring the cache {}: {why}", index_path.display()));
+                Index::default()
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Index::default(),
+            Err(e) => {
+                warnings.push(format!("ignoring the cache {}: {e}", index_path.display()));
+                Index::default()
+            }
+        };
+        Cache {
+            dir: dir.to_path_buf(),
+            old,
+            new: Mutex::new(HashMap::new()),
+            warnings: Mutex::new(warnings),
+        }
+    }
+
+    /// The record of a file from the previous run.
+    pub fn get(&self, key: &str) -> Option<&Record> {
+        self.old.files.get(key)
+    }
+
+    fn entries_path(&self, key: &str) -> PathBuf {
+        self.dir
+            .join("entries")
+            .join(format!("{:016x}.bin", hash(key.as_bytes())))
+    }
+
+    /// The entries of a file as cached with `record`; `None` (with a warning) when the blob
+    /// is missing, damaged or from another record.
+    pub fn entries(&self, key: &str, record: &Record) -> Option<Prefix> {
+        let want = record.entries?;
+        let path = self.entries_path(key);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) => {
+                self.warn(format!(
+                    "cache entry {} unreadable ({e}); parsing {key} again",
+                    path.display()
+                ));
+                return None;
+            }
+        };
+        if hash(&bytes) != want {
+            self.warn(format!(
+                "cache entry {} does not match its index; parsing {key} again",
+                path.display()
+            ));
+            return None;
+        }
+        match decode::<Prefix>(&bytes) {
+            Ok(p) => Some(p),
+            Err(why) => {
+                self.warn(format!("cache entry {}: {why}; parsing {key} again", path.display()));
+                None
+            }
+        }
+    }
+
+    /// Keep a file's record for the next run, unchanged.
+    pub fn keep(&self, key: String, record: Record) {
+        self.new.lock().expect("cache lock").insert(key, record);
+    }
+
+    /// Record a freshly read file: its stamp, its summary and (for a session) its entries.
+    pub fn put(&self, key: String, rel: &str, stamp: Stamp, summary: Vec<u8>, entries: Blob) {
+        let entries = match entries {
+            Blob::None => None,
+            Blob::Keep(hash) => Some(hash),
+            Blob::New(None) => {
+                self.warn(format!("cannot cache the entries of {key}"));
+                return;
+            }
+            Blob::New(Some(bytes)) => match write_atomic(&self.entries_path(&key), &bytes) {
+                Ok(()) => Some(hash(&bytes)),
+                Err(e) => {
+                    self.warn(format!("cannot write to the cache {}: {e}", self.dir.display()));
+                    return;
+                }
+            },
+        };
+        let record = Record {
+            rel: rel.to_string(),
+            stamp,
+            summary,
+            entries,
+        };
+        self.keep(key, record);
+    }
+
+    /// Encode a summary for [`Cache::put`].
+    pub fn encode_summary<T: Serialize + ?Sized>(value: &T) -> Option<Vec<u8>> {
+        encode(value).ok()
+    }
+
+    /// Decode a summary made by [`Cache::encode_summary`].
+    pub fn decode_summary<T: for<'de> Deserialize<'de>>(&self, key: &str, bytes: &[u8]) -> Option<T> {
+        decode(bytes)
+            .map_err(|why| self.warn(format!("cached summary of {key}: {why}; reading it again")))
+            .ok()
+    }
+
+    fn warn(&self, message: String) {
+        self.warnings.lock().expect("cache lock").push(message);
+    }
+
+    /// Problems met with the cache (none of them changes a result).
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings.lock().expect("cache lock").clone()
+    }
+
+    /// Write the index for the next run: this run's records, and the old records of files
+    /// outside `roots` that still exist. Entries blobs of files that are gone are removed.
+    pub fn save(self, roots: &[PathBuf]) -> Result<(), String> {
+        let mut files = self.new.into_inner().expect("cache lock");
+        let roots: Vec<String> = roots.iter().map(|r| key(r)).collect();
+        for (k, r) in self.old.files {
+            if files.contains_key(&k) {
+                continue;
+            }
+            let inside = roots.iter().any(|root| Path::new(&k).starts_with(root));
+            if !inside && Path::new(&k).exists() {
+                files.insert(k, r);
+            } else if r.entries.is_some() {
+                let _ = std::fs::remove_file(
+                    self.dir
+                        .join("entries")
+                        .join(format!("{:016x}.bin", hash(k.as_bytes()))),
+                );
+            }
+        }
+        let bytes = encode(&Index { files }).map_err(|e| e.to_string())?;
+        write_atomic(&self.dir.join("index.bin"), &bytes)
+            .map_err(|e| format!("cannot write the cache {}: {e}", self.dir.display()))
+    }
+}

@@ -1,0 +1,210 @@
+//! The incremental cache: output is byte-identical with and without it, whatever happened
+//! to the files in between; a damaged or foreign cache is discarded with a warning.
+
+use std::path::Path;
+
+use crate::support::repo;
+
+/// Run pisa with the cache in `cache` (or `--no-cache`); (exit code, stdout, stderr).
+fn run(cache: Option<&Path>, args: &[&str]) -> (i32, String, String) {
+    let mut cmd = assert_cmd::Command::cargo_bin("pisa").expect("pisa binary");
+    cmd.env_remove("PISA_NO_CACHE").env_remove("PISA_CACHE_DIR");
+    match cache {
+        Some(dir) => cmd.arg("--cache-dir").arg(dir),
+        None => cmd.arg("--no-cache"),
+    };
+    let out = cmd.args(args).output().expect("run pisa");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const COMMANDS: &[&[&str]] = &[
+    &["sessions", "--json"],
+    &["sessions"],
+    &["daily", "--json", "-z", "UTC", "--breakdown"],
+    &["session", "--csv", "-z", "UTC"],
+    &["compactions", "--json", "-z", "UTC"],
+    &[
+        "query",
+        "--csv",
+        "--source",
+        "t",
+        "SELECT * FROM usage ORDER BY file, entry_index",
+    ],
+];
+
+/// Every command prints the same with the cache as without, and says nothing about the
+/// cache on stderr.
+fn assert_same(dir: &Path, cache: &Path, when: &str) {
+    let d = dir.to_str().unwrap();
+    for cmd in COMMANDS {
+        let args: Vec<&str> = cmd.iter().copied().chain([d]).collect();
+        let fresh = run(None, &args);
+        let cached = run(Some(cache), &args);
+        assert_eq!(fresh.0, cached.0, "{when}: exit code of {cmd:?}");
+        assert!(fresh.1 == cached.1, "{when}: {cmd:?} prints otherwise with the cache");
+        assert_eq!(fresh.2, cached.2, "{when}: stderr of {cmd:?}");
+    }
+}
+
+fn session_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|e| e.into_path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && std::fs::metadata(p).is_ok_and(|m| m.len() > 4096))
+        .collect();
+    v.sort();
+    v
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from).into_iter().filter_map(Result::ok) {
+        let target = to.join(e.path().strip_prefix(from).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A line a Pi session would append: a custom entry under the file's last entry.
+fn appended_line(file: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let last_id = text
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get("id").and_then(|i| i.as_str()).map(str::to_string));
+    serde_json::json!({
+        "type": "message", "id": format!("app{n:05}"), "parentId": last_id,
+        "timestamp": "2026-07-01T10:00:00.000Z",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "appended"}],
+            "provider": "anthropic", "model": "claude-sonnet-4-5", "api": "anthropic-messages",
+            "stopReason": "stop", "timestamp": 1_782_900_000_000u64,
+            "usage": {"input": 11, "output": 7, "cacheRead": 1000 + n, "cacheWrite": 3, "totalTokens": 1021 + n,
+                "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0.3, "cacheWrite": 0.4, "total": 1.0}}}
+    })
+    .to_string()
+}
+
+fn append(file: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(file)
+        .unwrap()
+        .write_all(bytes)
+        .unwrap();
+}
+
+/// Move a file's modification time, as a later write would.
+fn touch_later(file: &Path, seconds: u64) {
+    let f = std::fs::File::options().write(true).open(file).unwrap();
+    let t = std::fs::metadata(file).unwrap().modified().unwrap() + std::time::Duration::from_secs(seconds);
+    f.set_modified(t).unwrap();
+}
+
+#[test]
+fn output_is_identical_with_and_without_the_cache_as_files_change() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("datasets").join("sample"), dir.path());
+    let generated = crate::support::generated("21", 30);
+    copy_dir(generated.path(), &dir.path().join("generated"));
+    let cache = tempfile::tempdir().unwrap();
+    assert_same(dir.path(), cache.path(), "cold cache");
+    assert!(cache.path().join("index.bin").exists(), "the cache was written");
+    assert_same(dir.path(), cache.path(), "warm cache");
+
+    let files = session_files(dir.path());
+    assert!(files.len() > 20);
+    // Pi appends turns; one file gets a line still being written, another its completion.
+    for (n, f) in files.iter().step_by(5).enumerate() {
+        append(f, format!("{}\n", appended_line(f, n)).as_bytes());
+    }
+    let line = appended_line(&files[1], 99);
+    let (start, rest) = line.split_at(line.len() / 2);
+    append(&files[1], start.as_bytes());
+    assert_same(dir.path(), cache.path(), "appended turns and a partial line");
+    append(&files[1], format!("{rest}\n").as_bytes());
+    assert_same(dir.path(), cache.path(), "the partial line completed");
+
+    // Shrunk, rewritten to the same size (new mtime), replaced by another file, deleted.
+    let bytes = std::fs::read(&files[2]).unwrap();
+    std::fs::write(&files[2], &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let mut bytes = std::fs::read(&files[3]).unwrap();
+    let at = bytes.len() / 2;
+    let i = at
+        + bytes[at..]
+            .windows(8)
+            .position(|w| w == b"\"input\":")
+            .expect("a usage in the middle")
+        + 8;
+    bytes[i] = if bytes[i] == b'9' { b'8' } else { b'9' };
+    std::fs::write(&files[3], &bytes).unwrap();
+    touch_later(&files[3], 2);
+    std::fs::copy(&files[5], &files[4]).unwrap();
+    std::fs::remove_file(&files[6]).unwrap();
+    assert_same(
+        dir.path(),
+        cache.path(),
+        "shrunk, rewritten, replaced and deleted files",
+    );
+
+    // One and all threads, cached.
+    let d = dir.path().to_str().unwrap();
+    let one = run(Some(cache.path()), &["--threads", "1", "sessions", "--json", d]);
+    let all = run(Some(cache.path()), &["sessions", "--json", d]);
+    assert!(
+        one.1 == all.1,
+        "one thread and all threads print the same from the cache"
+    );
+}
+
+#[test]
+fn a_damaged_or_foreign_cache_is_discarded_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("datasets").join("sample"), dir.path());
+    let d = dir.path().to_str().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let index = cache.path().join("index.bin");
+    let (_, expected, _) = run(None, &["sessions", "--json", d]);
+    run(Some(cache.path()), &["sessions", "--json", d]);
+
+    // Garbage in the index.
+    let good = std::fs::read(&index).unwrap();
+    std::fs::write(&index, b"not a cache at all").unwrap();
+    let (_, out, err) = run(Some(cache.path()), &["sessions", "--json", d]);
+    assert!(out == expected, "a garbage index changes nothing");
+    assert!(
+        err.contains("ignoring the cache") && err.contains("not a pisa cache file"),
+        "{err}"
+    );
+    // Truncated, and another format version.
+    std::fs::write(&index, &good[..good.len() / 2]).unwrap();
+    let (_, out, err) = run(Some(cache.path()), &["sessions", "--json", d]);
+    assert!(out == expected);
+    assert!(err.contains("does not decode"), "{err}");
+    let mut other = good.clone();
+    other[8] = other[8].wrapping_add(1);
+    std::fs::write(&index, &other).unwrap();
+    let (_, out, err) = run(Some(cache.path()), &["sessions", "--json", d]);
+    assert!(out == expected);
+    assert!(err.contains("another version of pisa"), "{err}");
+
+    // A damaged entries blob, met when its file grew: parsed again, with a warning.
+    run(Some(cache.path()), &["sessions", "--json", d]);
+    for blob in std::fs::read_dir(cache.path().join("entries")).unwrap() {
+        std::fs::write(blob.unwrap().path(), b"pisa\x00cch\x01\x00\x00\x00garbage").unwrap();
+    }
+    let f = &session_files(dir.path())[0];
+    append(f, format!("{}\n", appended_line(f, 1)).as_bytes());
+    let (_, expected, _) = run(None, &["sessions", "--json", d]);
+    let (_, out, err) = run(Some(cache.path()), &["sessions", "--json", d]);
+    assert!(out == expected, "a damaged blob changes nothing");
+    assert!(err.contains("does not match its index"), "{err}");
+}
