@@ -6,7 +6,8 @@
 # CORPUS_DIR is a Pi sessions root (the layout of ~/.pi/agent/sessions:
 # <root>/--<encoded-cwd>--/<timestamp>_<uuid>.jsonl). Every tool is pointed at it:
 #   wc -l    find CORPUS -type f -name '*.jsonl' -print0 | wc -l --files0-from=-
-#   pisa     $PISA_BIN sessions --json CORPUS
+#   pisa     $PISA_BIN --no-cache sessions --json CORPUS         (every byte parsed)
+#   pisa-cached  $PISA_BIN --cache-dir TMP sessions --json CORPUS (cache filled before round 1)
 #   ccusage  ccusage pi session --json --offline --no-color --pi-path CORPUS
 #   duckdb   (only when python3 can `import duckdb`) sum of assistant message.usage
 # Runs are interleaved (round 1: wc, pisa, ccusage[, duckdb]; round 2: ...) after one
@@ -20,7 +21,7 @@
 #   CCUSAGE_VERSION   ccusage version to install (default 20.0.24)
 #   CCUSAGE_HOME      npm prefix for ccusage (default ${XDG_CACHE_HOME:-~/.cache}/pisa-bench/ccusage-$CCUSAGE_VERSION)
 #   CCUSAGE_BIN       use this ccusage binary instead of installing one
-#   TOOLS             tools to run, space separated (default "wc pisa ccusage duckdb";
+#   TOOLS             tools to run, space separated (default "wc pisa pisa-cached ccusage duckdb";
 #                     duckdb is skipped silently when the python package is absent)
 #   KEEP_OUTPUT       directory: stdout/stderr of round 1 of each tool is kept there
 #                     (default: stdout goes to /dev/null, stderr to a temp file)
@@ -42,7 +43,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 CCUSAGE_VERSION=${CCUSAGE_VERSION:-20.0.24}
 CACHE=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/pisa-bench
 CCUSAGE_HOME=${CCUSAGE_HOME:-$CACHE/ccusage-$CCUSAGE_VERSION}
-TOOLS=${TOOLS:-wc pisa ccusage duckdb}
+TOOLS=${TOOLS:-wc pisa pisa-cached ccusage duckdb}
 TIME=/usr/bin/time
 
 log() { echo "compare.sh: $*" >&2; }
@@ -86,7 +87,7 @@ if want ccusage; then
 fi
 
 # --- pisa ----------------------------------------------------------------------------
-if want pisa; then
+if want pisa || want pisa-cached; then
     if [[ -z ${PISA_BIN:-} ]]; then
         PISA_BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/pisa
         if ! [[ -x $PISA_BIN ]]; then
@@ -136,6 +137,10 @@ fi
 
 log "warming the page cache: $FILES files, $MB MB"
 find "$CORPUS" -type f -name '*.jsonl' -print0 | xargs -0 cat >/dev/null
+if want pisa-cached; then
+    log "filling pisa's cache in $WORK/pisa-cache"
+    "$PISA_BIN" --cache-dir "$WORK/pisa-cache" sessions --json "$CORPUS" >/dev/null 2>&1 || true
+fi
 
 # --- runs ---------------------------------------------------------------------------------
 # run TOOL ROUND: one timed run; appends "tool round wall user sys maxrss_kb" to runs.tsv
@@ -160,8 +165,13 @@ run() {
         pisa)
             # Exit status 2 means "some files were rejected or damaged" (a generated corpus
             # has some on purpose): the run itself succeeded.
-            "$TIME" -f '%e %U %S %M' -o "$WORK/time" "$PISA_BIN" sessions --json "$CORPUS" \
+            "$TIME" -f '%e %U %S %M' -o "$WORK/time" "$PISA_BIN" --no-cache sessions --json "$CORPUS" \
                 >"$out" 2>"$err" || rc=$?
+            [[ $rc -eq 2 ]] && rc=0
+            ;;
+        pisa-cached)
+            "$TIME" -f '%e %U %S %M' -o "$WORK/time" "$PISA_BIN" --cache-dir "$WORK/pisa-cache" \
+                sessions --json "$CORPUS" >"$out" 2>"$err" || rc=$?
             [[ $rc -eq 2 ]] && rc=0
             ;;
         ccusage)
@@ -216,7 +226,8 @@ ratio() { # ratio WALL_A WALL_B
 label() {
     case $1 in
         wc) echo 'wc -l' ;;
-        pisa) echo "pisa" ;;
+        pisa) echo "pisa (no cache)" ;;
+        pisa-cached) echo "pisa (cache warm)" ;;
         ccusage) echo "ccusage $CCUSAGE_VERSION" ;;
         duckdb) echo "duckdb ${DUCKDB_VERSION:-} (python)" ;;
     esac
@@ -226,7 +237,8 @@ echo "## pisa vs. ccusage: \`$CORPUS\`"
 echo
 echo "- corpus: $FILES files, $MB MB (10^6 bytes)${LINES:+, $LINES lines}; page cache warm; $RUNS interleaved round(s); medians"
 echo "- machine: $(nproc) CPU(s), $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || uname -m), $(uname -sr)"
-want pisa && echo "- pisa: \`$PISA_BIN sessions --json $CORPUS\`"
+want pisa && echo "- pisa: \`$PISA_BIN --no-cache sessions --json $CORPUS\`"
+want pisa-cached && echo "- pisa (cache warm): \`$PISA_BIN --cache-dir TMP sessions --json $CORPUS\`, the cache filled before round 1"
 want ccusage && echo "- ccusage: \`$CCUSAGE_BIN pi session --json --offline --no-color --pi-path $CORPUS\`"
 echo
 echo "| tool | median wall s | median CPU s (user+sys) | median max RSS MiB | MB/s | wall vs \`wc -l\` | wall vs ccusage |"

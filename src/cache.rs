@@ -175,6 +175,8 @@ pub struct Cache {
     dir: PathBuf,
     old: Index,
     new: Mutex<HashMap<String, Record>>,
+    /// A record was added or replaced (else the index needs no rewrite, unless files went).
+    changed: std::sync::atomic::AtomicBool,
     warnings: Mutex<Vec<String>>,
 }
 
@@ -237,6 +239,7 @@ impl Cache {
             dir: dir.to_path_buf(),
             old,
             new: Mutex::new(HashMap::new()),
+            changed: std::sync::atomic::AtomicBool::new(false),
             warnings: Mutex::new(warnings),
         }
     }
@@ -311,6 +314,7 @@ impl Cache {
             summary,
             entries,
         };
+        self.changed.store(true, std::sync::atomic::Ordering::Relaxed);
         self.keep(key, record);
     }
 

@@ -48,6 +48,23 @@ pub enum Command {
     Export(ExportArgs),
     /// Run SQL over the frames: tables usage, sessions, compactions, files.
     Query(QueryArgs),
+    /// Throughput of each stage on a corpus: reading, line splitting, parsing, the whole
+    /// pipeline, and a re-run from the cache.
+    Bench(BenchArgs),
+}
+
+/// Arguments of `pisa bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Session folders or files (default: as for `pisa sessions`).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Runs of each stage; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Which sessions to read (shared by the analytics commands).

@@ -11,6 +11,7 @@
 //! [`js`] holds the JavaScript semantics that code relies on.
 
 pub mod analyze;
+pub mod bench;
 pub mod cache;
 pub mod cli;
 pub mod corpus;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use pisa::cli::{Cli, Command, ExportArgs, Input, InspectArgs, QueryArgs, ReportArgs, SessionsArgs};
+use pisa::cli::{BenchArgs, Cli, Command, ExportArgs, Input, InspectArgs, QueryArgs, ReportArgs, SessionsArgs};
 use pisa::corpus::Keep;
 use pisa::corpus::{self, Corpus};
 use pisa::frame::Frames;
@@ -58,6 +58,7 @@ fn main() -> ExitCode {
         Command::Compactions(a) => compactions(a),
         Command::Export(a) => export(a),
         Command::Query(a) => query(a),
+        Command::Bench(a) => bench(a),
     };
     match result {
         Ok(code) => code,
@@ -307,6 +308,30 @@ fn query(a: QueryArgs) -> Result<ExitCode> {
     }
     out.flush()?;
     Ok(exit_code(&corpus))
+}
+
+fn bench(a: BenchArgs) -> Result<ExitCode> {
+    let roots = roots(a.paths)?;
+    let b = pisa::bench::run(&roots, a.runs);
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &b)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "{} files, {:.1} MB, {} lines; {} threads; median of {} runs, page cache as it is",
+            b.files,
+            b.bytes as f64 / 1e6,
+            b.lines,
+            b.threads,
+            a.runs.max(1)
+        )?;
+        writeln!(out, "{}", pisa::bench::table(&b))?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn inspect(args: InspectArgs) -> Result<ExitCode> {

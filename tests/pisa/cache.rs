@@ -208,3 +208,35 @@ fn a_damaged_or_foreign_cache_is_discarded_with_a_warning() {
     assert!(out == expected, "a damaged blob changes nothing");
     assert!(err.contains("does not match its index"), "{err}");
 }
+
+/// `pisa bench --json`: every stage measured on the whole corpus, lines counted as `wc -l` does.
+#[test]
+fn bench_measures_every_stage() {
+    let d = repo().join("datasets").join("sample");
+    let (code, out, err) = run(None, &["bench", "--json", "--runs", "1", d.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let b: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = b["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read", "split", "parse", "pipeline", "cached"]);
+    let (mut files, mut bytes, mut lines) = (0u64, 0u64, 0u64);
+    for e in walkdir::WalkDir::new(&d).into_iter().filter_map(Result::ok) {
+        if e.path().extension().is_some_and(|x| x == "jsonl") {
+            let data = std::fs::read(e.path()).unwrap();
+            files += 1;
+            bytes += data.len() as u64;
+            lines += data.iter().filter(|&&c| c == b'\n').count() as u64;
+        }
+    }
+    assert_eq!(
+        (b["files"].as_u64(), b["bytes"].as_u64(), b["lines"].as_u64()),
+        (Some(files), Some(bytes), Some(lines))
+    );
+    for s in b["stages"].as_array().unwrap() {
+        assert!(s["seconds"].as_f64().unwrap() > 0.0 && s["mbPerS"].is_number(), "{s}");
+    }
+}

@@ -1,0 +1,165 @@
+//! `pisa bench`: the throughput of each stage on a corpus, from reading the bytes to the
+//! whole pipeline and a re-run from the cache, each on every core.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use crate::corpus::{Keep, analyze_files};
+use crate::parse::{Scratch, parse_file};
+use crate::scan::{self, FoundFile};
+
+/// One measured stage.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stage {
+    pub name: &'static str,
+    pub what: &'static str,
+    /// Median wall seconds.
+    pub seconds: f64,
+    /// Every run's wall seconds.
+    pub runs: Vec<f64>,
+    pub mb_per_s: f64,
+}
+
+/// The corpus and its stages.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bench {
+    pub files: usize,
+    pub bytes: u64,
+    pub lines: u64,
+    pub threads: usize,
+    pub stages: Vec<Stage>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn timed<T>(runs: usize, mut f: impl FnMut() -> T) -> (Vec<f64>, T) {
+    let mut times = Vec::with_capacity(runs);
+    let mut last = None;
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        let out = f();
+        times.push(t.elapsed().as_secs_f64());
+        last = Some(out);
+    }
+    (times, last.expect("at least one run"))
+}
+
+/// Read every file into a reused buffer: the floor of getting the bytes.
+fn read_all(files: &[FoundFile]) -> u64 {
+    files
+        .par_iter()
+        .map_init(Vec::new, |buf, f| {
+            buf.clear();
+            std::fs::File::open(&f.path)
+                .and_then(|mut h| h.read_to_end(buf))
+                .map_or(0, |n| n as u64)
+        })
+        .sum()
+}
+
+/// Load every file as the pipeline does and count its lines.
+fn split_all(files: &[FoundFile]) -> u64 {
+    files
+        .par_iter()
+        .map(|f| scan::source::load(&f.path).map_or(0, |d| memchr::memchr_iter(b'\n', &d).count() as u64))
+        .sum()
+}
+
+/// Load and parse every file (no tree, no projection, no accounting).
+fn parse_all(files: &[FoundFile]) -> u64 {
+    files
+        .par_iter()
+        .map_init(Scratch::default, |scratch, f| {
+            scan::source::load(&f.path).map_or(0, |d| parse_file(&d, scratch).entries.len() as u64)
+        })
+        .sum()
+}
+
+/// Measure every stage on the files under `roots`, `runs` times each.
+pub fn run(roots: &[PathBuf], runs: usize) -> Bench {
+    let found = scan::discover(roots);
+    let files = found.files;
+    let bytes: u64 = files.iter().map(|f| f.size).sum();
+    let mb = bytes as f64 / 1e6;
+    let stage = |name, what, times: Vec<f64>| {
+        let seconds = median(times.clone());
+        Stage {
+            name,
+            what,
+            seconds,
+            runs: times,
+            mb_per_s: if seconds > 0.0 { mb / seconds } else { f64::INFINITY },
+        }
+    };
+    let mut stages = Vec::new();
+    let (t, _) = timed(runs, || read_all(&files));
+    stages.push(stage("read", "read every byte into memory", t));
+    let (t, lines) = timed(runs, || split_all(&files));
+    stages.push(stage("split", "load as the pipeline does, count lines", t));
+    let (t, _) = timed(runs, || parse_all(&files));
+    stages.push(stage("parse", "lines to typed entries (simd-json)", t));
+    let (t, _) = timed(runs, || analyze_files(&files, Keep::default(), None, None));
+    stages.push(stage(
+        "pipeline",
+        "parse, tree, projection, estimate, usage, fork dedup",
+        t,
+    ));
+    if let Ok(dir) = tempfile::tempdir() {
+        let fill = crate::cache::Cache::open(dir.path());
+        analyze_files(&files, Keep::default(), None, Some(&fill));
+        let _ = fill.save(roots);
+        let (t, _) = timed(runs, || {
+            let cache = crate::cache::Cache::open(dir.path());
+            let corpus = analyze_files(&files, Keep::default(), None, Some(&cache));
+            let _ = cache.save(roots);
+            corpus
+        });
+        stages.push(stage(
+            "cached",
+            "the pipeline again, nothing changed, from the cache",
+            t,
+        ));
+    }
+    Bench {
+        files: files.len(),
+        bytes,
+        lines,
+        threads: rayon::current_num_threads(),
+        stages,
+    }
+}
+
+/// The table `pisa bench` prints.
+pub fn table(b: &Bench) -> comfy_table::Table {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.set_header(["stage", "what", "seconds", "MB/s", "× read"]);
+    let read = b.stages.first().map_or(0.0, |s| s.seconds);
+    for s in &b.stages {
+        t.add_row([
+            s.name.to_string(),
+            s.what.to_string(),
+            format!("{:.3}", s.seconds),
+            format!("{:.0}", s.mb_per_s),
+            if read > 0.0 {
+                format!("{:.2}", s.seconds / read)
+            } else {
+                "-".into()
+            },
+        ]);
+    }
+    t
+}
