@@ -34,7 +34,7 @@ timed() {
     shift
     "$TIME" -f '%e %U %S %M' -o "$WORK/time" "$PISA_BIN" "$@" >"$WORK/$name.out" 2>/dev/null || rc=$?
     [[ $rc -eq 0 || $rc -eq 2 ]] || { echo "rescan.sh: pisa $* exited $rc" >&2; exit 1; }
-    read -r wall user sys rss <"$WORK/time"
+    read -r wall user sys rss < <(tail -n 1 "$WORK/time")
     echo "$name $wall $(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }') $rss" >>"$WORK/runs.tsv"
     log "  $name: wall $wall s, cpu $(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }') s, rss $rss KB"
 }
