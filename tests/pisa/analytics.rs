@@ -9,25 +9,10 @@ use std::process::Command;
 use polars::prelude::*;
 use serde_json::Value;
 
-use crate::support::{generated, oracle, pisa, repo};
+use crate::support::{export, generated, oracle, pisa, repo};
 
 fn sample() -> PathBuf {
     repo().join("datasets").join("sample")
-}
-
-fn export(dir: &Path, extra: &[&str]) -> tempfile::TempDir {
-    let out = tempfile::tempdir().expect("temp dir");
-    let mut args = vec![
-        "export",
-        "--quiet",
-        "--out",
-        out.path().to_str().unwrap(),
-        dir.to_str().unwrap(),
-    ];
-    args.extend(extra);
-    let (code, _, err) = pisa(&args);
-    assert!(code == 0 || code == 2, "pisa export exited {code}: {err}");
-    out
 }
 
 fn read_parquet(path: &Path) -> DataFrame {

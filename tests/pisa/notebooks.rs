@@ -7,25 +7,9 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{generated, pisa, repo};
+use crate::support::{export, generated, pisa, repo};
 
 const INSTALL: &str = "pip install -r notebooks/requirements.txt";
-
-/// `pisa export --out TEMP DIR EXTRA...`.
-fn export(dir: &Path, extra: &[&str]) -> tempfile::TempDir {
-    let out = tempfile::tempdir().expect("temp dir");
-    let mut args = vec![
-        "export",
-        "--quiet",
-        "--out",
-        out.path().to_str().unwrap(),
-        dir.to_str().unwrap(),
-    ];
-    args.extend(extra);
-    let (code, _, err) = pisa(&args);
-    assert!(code == 0 || code == 2, "pisa export exited {code}: {err}");
-    out
-}
 
 /// Run a Python script of the repository; its stdout, or a panic with everything it said.
 fn python<S: AsRef<OsStr>>(script: &[&str], args: &[S]) -> String {

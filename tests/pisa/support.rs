@@ -31,6 +31,22 @@ pub fn pisa(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `pisa export --quiet --out TEMP DIR EXTRA...`; the temporary folder it wrote.
+pub fn export(dir: &Path, extra: &[&str]) -> tempfile::TempDir {
+    let out = tempfile::tempdir().expect("temp dir");
+    let mut args = vec![
+        "export",
+        "--quiet",
+        "--out",
+        out.path().to_str().expect("utf-8 path"),
+        dir.to_str().expect("utf-8 path"),
+    ];
+    args.extend(extra);
+    let (code, _, err) = pisa(&args);
+    assert!(code == 0 || code == 2, "pisa export exited {code}: {err}");
+    out
+}
+
 /// `pisa sessions --json DIR`, parsed.
 pub fn pisa_json(dir: &Path) -> Value {
     let (code, out, err) = pisa(&["sessions", "--json", "--quiet", dir.to_str().expect("utf-8 path")]);
