@@ -69,9 +69,15 @@ pub struct CompactionRow {
 pub struct SessionSummary {
     pub rel: String,
     pub path: PathBuf,
-    /// The `sessions --json` object (corpus keys added by [`Corpus::finish`]).
-    #[serde(with = "json_as_text")]
-    pub json: Map<String, Value>,
+    /// The `sessions --json` object as its worker made it, as compact JSON text (a parsed
+    /// object costs several times more memory); [`SessionSummary::object`] adds the corpus keys.
+    pub doc: Box<str>,
+    /// Header `id`.
+    pub session_id: Option<String>,
+    /// `parentSession` as a string, when it is truthy.
+    pub parent_session: Option<String>,
+    /// The scanned file that `parentSession` names (set by [`Corpus::finish`]).
+    pub parent_in_corpus: Option<String>,
     pub calls: Vec<BilledCall>,
     /// This session's rows of the usage frame, in the order of `calls` (only with
     /// [`Keep::rows`]); `inherited` is filled in when the frames are built.
@@ -310,6 +316,10 @@ fn outcome_of(
         FileAnalysis::Session(a) => {
             let ov = rjson::overview(&f.rel, &a);
             let json = rjson::session_json(&f.rel, &a, &ov);
+            let parent_session = match json.get("parentSession") {
+                Some(p) if js::js_truthy(&Some(p.clone())) => Some(js::js_string_of(&Some(p.clone())).into_owned()),
+                _ => None,
+            };
             let calls: Vec<BilledCall> = a
                 .accounting
                 .records
@@ -348,7 +358,10 @@ fn outcome_of(
             Outcome::Session(Box::new(SessionSummary {
                 rel: f.rel.clone(),
                 path: f.path.clone(),
-                json,
+                doc: serde_json::to_string(&json).expect("a JSON object serializes").into(),
+                session_id: a.tree.header.id.as_deref().map(str::to_string),
+                parent_session,
+                parent_in_corpus: None,
                 calls,
                 usage,
                 compactions,
@@ -471,8 +484,6 @@ impl Corpus {
             self.naive_totals.merge(&s.row.totals);
             self.inherited_calls += inherited;
             self.calls += s.calls.len() as u64;
-            s.json
-                .insert("own".into(), own_json(&own, s.calls.len() as u64, inherited));
         }
         // parentInCorpus: a scanned file whose name equals that of parentSession (last wins).
         let mut by_name: HashMap<String, String> = HashMap::new();
@@ -487,18 +498,59 @@ impl Corpus {
             by_name.insert(base_name(rel).to_string(), rel.to_string());
         }
         for s in &mut self.sessions {
-            let parent = match s.json.get("parentSession") {
-                Some(Value::Null) | None => Value::Null,
-                Some(p) if !js::js_truthy(&Some(p.clone())) => Value::Null,
-                Some(p) => {
-                    let text = js::js_string_of(&Some(p.clone())).into_owned();
-                    by_name
-                        .get(base_name(&text))
-                        .map_or(Value::Null, |r| Value::String(r.clone()))
-                }
-            };
-            s.json.insert("parentInCorpus".into(), parent);
+            s.parent_in_corpus = s
+                .parent_session
+                .as_deref()
+                .and_then(|p| by_name.get(base_name(p)))
+                .cloned();
         }
+    }
+}
+
+impl SessionSummary {
+    /// Calls copied from an earlier session (after [`Corpus::finish`]).
+    pub fn inherited_calls(&self) -> u64 {
+        self.calls.iter().filter(|c| c.inherited).count() as u64
+    }
+
+    /// The corpus keys that follow the worker's keys in the `sessions --json` object.
+    fn corpus_keys(&self) -> [(&'static str, Value); 2] {
+        [
+            (
+                "own",
+                own_json(&self.row.own, self.calls.len() as u64, self.inherited_calls()),
+            ),
+            (
+                "parentInCorpus",
+                self.parent_in_corpus.clone().map_or(Value::Null, Value::String),
+            ),
+        ]
+    }
+
+    /// The whole `sessions --json` object.
+    pub fn object(&self) -> Map<String, Value> {
+        let mut m: Map<String, Value> = serde_json::from_str(&self.doc).expect("the worker wrote a JSON object");
+        for (k, v) in self.corpus_keys() {
+            m.insert(k.into(), v);
+        }
+        m
+    }
+
+    /// Write [`SessionSummary::object`] as compact JSON, without building it.
+    pub fn write_object(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let body = self.doc.strip_suffix('}').expect("a JSON object");
+        out.write_all(body.as_bytes())?;
+        let mut first = body == "{";
+        for (k, v) in self.corpus_keys() {
+            if !first {
+                out.write_all(b",")?;
+            }
+            first = false;
+            serde_json::to_writer(&mut *out, k)?;
+            out.write_all(b":")?;
+            serde_json::to_writer(&mut *out, &v)?;
+        }
+        out.write_all(b"}")
     }
 }
 

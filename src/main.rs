@@ -175,7 +175,8 @@ fn list_skipped(corpus: &Corpus) {
             eprintln!("pisa: cannot scan {}: {}", i.path.display(), i.reason);
         }
         for s in corpus.sessions.iter().filter(|s| s.damaged) {
-            let d = s.json.get("damage");
+            let object = s.object();
+            let d = object.get("damage");
             let first = d.and_then(|d| d.get("firstDamage")).filter(|f| !f.is_null());
             match first {
                 Some(f) => eprintln!(

@@ -169,7 +169,7 @@ fn finite(x: f64) -> Option<f64> {
 }
 
 fn session_id(s: &SessionSummary) -> Option<&str> {
-    s.json.get("sessionId").and_then(Value::as_str)
+    s.session_id.as_deref()
 }
 
 /// One session's rows of the usage frame (built in the worker that read the file, so the
@@ -264,7 +264,7 @@ fn sessions(corpus: &Corpus) -> PolarsResult<DataFrame> {
     use Cell::*;
     let mut t = Table::new(SESSIONS);
     for s in &corpus.sessions {
-        let m = &s.json;
+        let m = &s.object();
         let path = s.path.to_string_lossy();
         let ov = &s.row.overview;
         let own = &s.row.own;
@@ -367,7 +367,7 @@ fn files(corpus: &Corpus) -> PolarsResult<DataFrame> {
     use Cell::*;
     let mut t = Table::new(FILES);
     for s in &corpus.sessions {
-        let m = &s.json;
+        let m = &s.object();
         let path = s.path.to_string_lossy();
         t.row(&[
             ("file", Str(Some(&s.rel))),

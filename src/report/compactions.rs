@@ -237,7 +237,7 @@ pub fn to_json(r: &Report<'_>) -> Value {
     json!({
         "compactions": r.lines.iter().map(|l| json!({
             "file": l.session.rel,
-            "sessionId": l.session.json.get("sessionId"),
+            "sessionId": l.session.session_id,
             "project": l.session.row.overview.project,
             "entryId": l.c.entry_id,
             "timestamp": l.c.timestamp.as_deref(),

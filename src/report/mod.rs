@@ -88,8 +88,14 @@ pub fn sessions_document(out: &mut impl std::io::Write, c: &crate::corpus::Corpu
         }
         out.write_all(b"]")
     }
-    out.write_all(b"{\"sessions\":")?;
-    list(out, c.sessions.iter().map(|s| &s.json))?;
+    out.write_all(b"{\"sessions\":[")?;
+    for (i, s) in c.sessions.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        s.write_object(out)?;
+    }
+    out.write_all(b"]")?;
     out.write_all(b",\"rejected\":")?;
     list(out, c.rejected.iter().map(|r| &r.json))?;
     out.write_all(b",\"issues\":")?;

@@ -348,7 +348,7 @@ pub fn build(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Repo
         for r in &mut rows {
             if let Some(s) = by_rel.get(r.key.as_str()) {
                 r.session = Some(SessionLabel {
-                    session_id: s.json.get("sessionId").and_then(Value::as_str).map(str::to_string),
+                    session_id: s.session_id.clone(),
                     project: s.row.overview.project.clone(),
                     name: s.row.name.clone(),
                     last_activity: s.row.overview.last_activity.clone(),
