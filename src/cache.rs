@@ -175,6 +175,8 @@ pub struct Cache {
     dir: PathBuf,
     old: Index,
     new: Mutex<HashMap<String, Record>>,
+    /// Files whose old record still holds (carried into the next index as they are).
+    kept: Mutex<std::collections::HashSet<String>>,
     /// A record was added or replaced (else the index needs no rewrite, unless files went).
     changed: std::sync::atomic::AtomicBool,
     warnings: Mutex<Vec<String>>,
@@ -208,6 +210,11 @@ fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, String> {
     postcard::from_bytes(rest).map_err(|e| format!("does not decode ({e})"))
 }
 
+/// Where the entries of the file `key` are kept.
+fn entries_path(dir: &Path, key: &str) -> PathBuf {
+    dir.join("entries").join(format!("{:016x}.bin", hash(key.as_bytes())))
+}
+
 /// Write `bytes` to `path` under a temporary name, then rename it into place.
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().expect("cache files are in a folder");
@@ -239,6 +246,7 @@ impl Cache {
             dir: dir.to_path_buf(),
             old,
             new: Mutex::new(HashMap::new()),
+            kept: Mutex::new(std::collections::HashSet::new()),
             changed: std::sync::atomic::AtomicBool::new(false),
             warnings: Mutex::new(warnings),
         }
@@ -250,9 +258,7 @@ impl Cache {
     }
 
     fn entries_path(&self, key: &str) -> PathBuf {
-        self.dir
-            .join("entries")
-            .join(format!("{:016x}.bin", hash(key.as_bytes())))
+        entries_path(&self.dir, key)
     }
 
     /// The entries of a file as cached with `record`; `None` (with a warning) when the blob
@@ -286,9 +292,9 @@ impl Cache {
         }
     }
 
-    /// Keep a file's record for the next run, unchanged.
-    pub fn keep(&self, key: String, record: Record) {
-        self.new.lock().expect("cache lock").insert(key, record);
+    /// Keep a file's old record for the next run, unchanged.
+    pub fn keep(&self, key: String) {
+        self.kept.lock().expect("cache lock").insert(key);
     }
 
     /// Record a freshly read file: its stamp, its summary and (for a session) its entries.
@@ -315,7 +321,7 @@ impl Cache {
             entries,
         };
         self.changed.store(true, std::sync::atomic::Ordering::Relaxed);
-        self.keep(key, record);
+        self.new.lock().expect("cache lock").insert(key, record);
     }
 
     /// Encode a summary for [`Cache::put`].
@@ -339,25 +345,30 @@ impl Cache {
         self.warnings.lock().expect("cache lock").clone()
     }
 
-    /// Write the index for the next run: this run's records, and the old records of files
-    /// outside `roots` that still exist. Entries blobs of files that are gone are removed.
+    /// Write the index for the next run, unless nothing changed: this run's new records, the
+    /// old records it kept, and those of files outside `roots` that still exist. Entries of
+    /// files that are gone are removed.
     pub fn save(self, roots: &[PathBuf]) -> Result<(), String> {
+        let mut changed = self.changed.into_inner();
         let mut files = self.new.into_inner().expect("cache lock");
+        let kept = self.kept.into_inner().expect("cache lock");
         let roots: Vec<String> = roots.iter().map(|r| key(r)).collect();
         for (k, r) in self.old.files {
             if files.contains_key(&k) {
                 continue;
             }
             let inside = roots.iter().any(|root| Path::new(&k).starts_with(root));
-            if !inside && Path::new(&k).exists() {
+            if kept.contains(&k) || (!inside && Path::new(&k).exists()) {
                 files.insert(k, r);
-            } else if r.entries.is_some() {
-                let _ = std::fs::remove_file(
-                    self.dir
-                        .join("entries")
-                        .join(format!("{:016x}.bin", hash(k.as_bytes()))),
-                );
+            } else {
+                changed = true;
+                if r.entries.is_some() {
+                    let _ = std::fs::remove_file(entries_path(&self.dir, &k));
+                }
             }
+        }
+        if !changed {
+            return Ok(());
         }
         let bytes = encode(&Index { files }).map_err(|e| e.to_string())?;
         write_atomic(&self.dir.join("index.bin"), &bytes)

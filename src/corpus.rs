@@ -262,7 +262,7 @@ fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cach
             .unwrap_or(false)
         && let Some(outcome) = cache.decode_summary::<Outcome>(&key, &r.summary)
     {
-        cache.keep(key, r.clone());
+        cache.keep(key);
         return outcome;
     }
     let data = match scan::source::load(&f.path) {
@@ -287,6 +287,16 @@ fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cach
     });
     if matches!(outcome, Outcome::Rejected(_)) {
         blob = cache::Blob::None;
+    }
+    let same_entries = match (&blob, record.and_then(|r| r.entries)) {
+        (cache::Blob::Keep(new), Some(old)) => *new == old,
+        (cache::Blob::None, None) => true,
+        _ => false,
+    };
+    if change == Some(cache::Change::Same) && same_entries {
+        // The same bytes, nothing new parsed: the old record still holds.
+        cache.keep(key);
+        return outcome;
     }
     // A file that changed while it was read is not cached: the next run reads it again.
     if data.len() as u64 == meta.size

@@ -118,7 +118,17 @@ fn output_is_identical_with_and_without_the_cache_as_files_change() {
     let cache = tempfile::tempdir().unwrap();
     assert_same(dir.path(), cache.path(), "cold cache");
     assert!(cache.path().join("index.bin").exists(), "the cache was written");
+    let written = std::fs::metadata(cache.path().join("index.bin"))
+        .unwrap()
+        .modified()
+        .unwrap();
     assert_same(dir.path(), cache.path(), "warm cache");
+    let index = cache.path().join("index.bin");
+    assert_eq!(
+        std::fs::metadata(&index).unwrap().modified().unwrap(),
+        written,
+        "nothing changed: index kept"
+    );
 
     let files = session_files(dir.path());
     assert!(files.len() > 20);
