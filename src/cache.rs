@@ -142,13 +142,13 @@ pub enum Blob {
     None,
     /// The cached blob with this hash still holds (nothing new was parsed).
     Keep(u64),
-    /// Newly encoded entries ([`encode_entries`]; `None` if they could not be encoded).
+    /// Newly encoded entries ([`encode_part`]; `None` if they could not be encoded).
     New(Option<Vec<u8>>),
 }
 
-/// Encode a file's parsed entries for [`Blob::New`].
-pub fn encode_entries(prefix: &crate::parse::PrefixRef<'_>) -> Option<Vec<u8>> {
-    encode(prefix).ok()
+/// Encode a file's summary (for [`Cache::put`]) or its parsed entries (for [`Blob::New`]).
+pub fn encode_part<T: Serialize + ?Sized>(value: &T) -> Option<Vec<u8>> {
+    encode(value).ok()
 }
 
 /// What the cache holds for one file.
@@ -257,15 +257,11 @@ impl Cache {
         self.old.files.get(key)
     }
 
-    fn entries_path(&self, key: &str) -> PathBuf {
-        entries_path(&self.dir, key)
-    }
-
     /// The entries of a file as cached with `record`; `None` (with a warning) when the blob
     /// is missing, damaged or from another record.
     pub fn entries(&self, key: &str, record: &Record) -> Option<Prefix> {
         let want = record.entries?;
-        let path = self.entries_path(key);
+        let path = entries_path(&self.dir, key);
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) => {
@@ -306,7 +302,7 @@ impl Cache {
                 self.warn(format!("cannot cache the entries of {key}"));
                 return;
             }
-            Blob::New(Some(bytes)) => match write_atomic(&self.entries_path(&key), &bytes) {
+            Blob::New(Some(bytes)) => match write_atomic(&entries_path(&self.dir, &key), &bytes) {
                 Ok(()) => Some(hash(&bytes)),
                 Err(e) => {
                     self.warn(format!("cannot write to the cache {}: {e}", self.dir.display()));
@@ -324,12 +320,7 @@ impl Cache {
         self.new.lock().expect("cache lock").insert(key, record);
     }
 
-    /// Encode a summary for [`Cache::put`].
-    pub fn encode_summary<T: Serialize + ?Sized>(value: &T) -> Option<Vec<u8>> {
-        encode(value).ok()
-    }
-
-    /// Decode a summary made by [`Cache::encode_summary`].
+    /// Decode a summary made by [`encode_part`].
     pub fn decode_summary<T: for<'de> Deserialize<'de>>(&self, key: &str, bytes: &[u8]) -> Option<T> {
         decode(bytes)
             .map_err(|why| self.warn(format!("cached summary of {key}: {why}; reading it again")))

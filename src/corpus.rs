@@ -282,7 +282,7 @@ fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cach
     let outcome = outcome_of(f, &data, keep, scratch, prefix, |resume, entries| {
         blob = match (reused, record.and_then(|r| r.entries)) {
             (Some(offset), Some(old)) if offset == resume.offset => cache::Blob::Keep(old),
-            _ => cache::Blob::New(cache::encode_entries(&resume.prefix_of(entries))),
+            _ => cache::Blob::New(cache::encode_part(&resume.prefix_of(entries))),
         };
     });
     if matches!(outcome, Outcome::Rejected(_)) {
@@ -300,7 +300,7 @@ fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cach
     }
     // A file that changed while it was read is not cached: the next run reads it again.
     if data.len() as u64 == meta.size
-        && let Some(summary) = cache::Cache::encode_summary(&outcome)
+        && let Some(summary) = cache::encode_part(&outcome)
     {
         cache.put(key, &f.rel, cache::Stamp::of(meta, &data), summary, blob);
     }
@@ -326,10 +326,8 @@ fn outcome_of(
         FileAnalysis::Session(a) => {
             let ov = rjson::overview(&f.rel, &a);
             let json = rjson::session_json(&f.rel, &a, &ov);
-            let parent_session = match json.get("parentSession") {
-                Some(p) if js::js_truthy(&Some(p.clone())) => Some(js::js_string_of(&Some(p.clone())).into_owned()),
-                _ => None,
-            };
+            let parent = &a.tree.header.parent_session;
+            let parent_session = js::js_truthy(parent).then(|| js::js_string_of(parent).into_owned());
             let calls: Vec<BilledCall> = a
                 .accounting
                 .records

@@ -288,10 +288,7 @@ fn sessions(corpus: &Corpus) -> PolarsResult<DataFrame> {
             ("assistant_messages", U64(count(m, &["stats", "assistantMessages"]))),
             ("tool_results", U64(count(m, &["stats", "toolResults"]))),
             ("billed_calls", U64(Some(s.calls.len() as u64))),
-            (
-                "inherited_calls",
-                U64(Some(s.calls.iter().filter(|c| c.inherited).count() as u64)),
-            ),
+            ("inherited_calls", U64(Some(s.inherited_calls()))),
             ("input", F64(number(m, &["stats", "tokens", "input"]))),
             ("output", F64(number(m, &["stats", "tokens", "output"]))),
             ("cache_read", F64(number(m, &["stats", "tokens", "cacheRead"]))),
