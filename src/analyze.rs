@@ -4,9 +4,8 @@
 //! returns plain data, so the corpus stage can run it on any thread in any order.
 
 use crate::js::{self, Jv};
-use crate::parse::entry::Entry;
 use crate::parse::entry::{Body, EntryType, Role};
-use crate::parse::{LineStats, ParsedFile, Prefix, RejectReason, ResumePoint, Scratch, parse_file, parse_file_from};
+use crate::parse::{LineStats, ParsedFile, RejectReason, Scratch, parse_file};
 use crate::project::{self, CompactionEffect, EditKind, Estimate};
 use crate::tree::Tree;
 use crate::usage::{self, Accounting};
@@ -100,20 +99,8 @@ pub fn analyze_bytes(bytes: &[u8], scratch: &mut Scratch) -> FileAnalysis {
     analyze_parsed(parse_file(bytes, scratch))
 }
 
-/// [`analyze_bytes`] for a file whose first bytes were parsed before (`prefix`, from the
-/// cache). `parsed` sees the entries and the new resume point before the tree takes them.
-pub fn analyze_bytes_from(
-    bytes: &[u8],
-    prefix: Option<Prefix>,
-    scratch: &mut Scratch,
-    parsed: impl FnOnce(&ResumePoint, &[Entry]),
-) -> FileAnalysis {
-    let (file, resume) = parse_file_from(bytes, prefix, scratch);
-    parsed(&resume, &file.entries);
-    analyze_parsed(file)
-}
-
-fn analyze_parsed(parsed: ParsedFile) -> FileAnalysis {
+/// Run the stages after parsing on a parsed file.
+pub fn analyze_parsed(parsed: ParsedFile) -> FileAnalysis {
     if let Some(reason) = parsed.reject.clone() {
         return FileAnalysis::Rejected {
             stats: parsed.stats,

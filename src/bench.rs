@@ -8,7 +8,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::corpus::{Keep, analyze_files};
-use crate::parse::{Scratch, parse_file};
+use crate::parse::Scratch;
 use crate::scan::{self, FoundFile};
 
 /// One measured stage.
@@ -62,28 +62,60 @@ fn read_all(files: &[FoundFile]) -> u64 {
     files
         .par_iter()
         .map_init(Vec::new, |buf, f| {
-            buf.clear();
-            std::fs::File::open(&f.path)
-                .and_then(|mut h| h.read_to_end(buf))
-                .map_or(0, |n| n as u64)
+            let mut total = 0;
+            if let Ok(mut h) = std::fs::File::open(&f.path) {
+                buf.resize(scan::source::CHUNK, 0);
+                while let Ok(n @ 1..) = h.read(buf) {
+                    total += n as u64;
+                }
+            }
+            total
         })
         .sum()
 }
 
-/// Load every file as the pipeline does and count its lines.
+/// Read every file in pieces of whole lines, as the pipeline does, and count its lines.
 fn split_all(files: &[FoundFile]) -> u64 {
     files
         .par_iter()
-        .map(|f| scan::source::load(&f.path).map_or(0, |d| memchr::memchr_iter(b'\n', &d).count() as u64))
+        .map_init(Vec::new, |buf, f| {
+            let mut lines = 0;
+            if let Ok(mut h) = std::fs::File::open(&f.path) {
+                // Newlines, as `wc -l` counts them.
+                let _ = scan::source::read_lines(&mut h, 0, buf, |piece| {
+                    lines += memchr::memchr_iter(b'\n', piece).count() as u64;
+                });
+            }
+            lines
+        })
         .sum()
 }
 
-/// Load and parse every file (no tree, no projection, no accounting).
+/// Map every file into memory and count its lines: what pisa does not do (see
+/// `scan::source`), measured for comparison.
+fn map_all(files: &[FoundFile]) -> u64 {
+    files
+        .par_iter()
+        .map(|f| {
+            let Ok(h) = std::fs::File::open(&f.path) else { return 0 };
+            // SAFETY: the benchmark corpus is not written while it is measured; a file
+            // truncated meanwhile would end the process with SIGBUS, nothing worse.
+            match unsafe { memmap2::Mmap::map(&h) } {
+                Ok(m) => memchr::memchr_iter(b'\n', &m).count() as u64,
+                Err(_) => 0,
+            }
+        })
+        .sum()
+}
+
+/// Read and parse every file (no tree, no projection, no accounting).
 fn parse_all(files: &[FoundFile]) -> u64 {
     files
         .par_iter()
         .map_init(Scratch::default, |scratch, f| {
-            scan::source::load(&f.path).map_or(0, |d| parse_file(&d, scratch).entries.len() as u64)
+            std::fs::File::open(&f.path)
+                .and_then(|mut h| scratch.read_file(&mut h, None))
+                .map_or(0, |(p, _, _)| p.entries.len() as u64)
         })
         .sum()
 }
@@ -107,8 +139,10 @@ pub fn run(roots: &[PathBuf], runs: usize) -> Bench {
     let mut stages = Vec::new();
     let (t, _) = timed(runs, || read_all(&files));
     stages.push(stage("read", "read every byte into memory", t));
+    let (t, _) = timed(runs, || map_all(&files));
+    stages.push(stage("map", "memory-map every file, count lines (not used)", t));
     let (t, lines) = timed(runs, || split_all(&files));
-    stages.push(stage("split", "load as the pipeline does, count lines", t));
+    stages.push(stage("split", "read in pieces of whole lines, count lines", t));
     let (t, _) = timed(runs, || parse_all(&files));
     stages.push(stage("parse", "lines to typed entries (simd-json)", t));
     let (t, _) = timed(runs, || analyze_files(&files, Keep::default(), None, None));

@@ -74,18 +74,17 @@ fn hash(bytes: &[u8]) -> u64 {
 }
 
 impl Stamp {
-    /// The stamp of a file's bytes.
-    pub fn of(meta: Meta, bytes: &[u8]) -> Stamp {
-        let n = bytes.len();
-        let probe = n.min(PROBE as usize);
-        Stamp {
+    /// The stamp of a file of `meta.size` bytes, read from its two ends.
+    pub fn of(meta: Meta, file: &File) -> std::io::Result<Stamp> {
+        let (head, tail) = probes(file, meta.size)?;
+        Ok(Stamp {
             size: meta.size,
             mtime_ns: meta.mtime_ns,
             inode: meta.inode,
             device: meta.device,
-            head: hash(&bytes[..probe]),
-            tail: hash(&bytes[n - probe..]),
-        }
+            head,
+            tail,
+        })
     }
 
     /// Same file, same metadata: worth checking the bytes.
@@ -96,16 +95,14 @@ impl Stamp {
     /// The file's bytes still begin with what this stamp saw: the same bytes (`Same`: same
     /// size and time too), or those bytes and more (`Grown`), as far as the probes at each end
     /// of the old length can tell.
-    pub fn compare(&self, meta: Meta, bytes: &[u8]) -> Change {
-        if self.inode != meta.inode || self.device != meta.device || (bytes.len() as u64) < self.size {
+    pub fn compare(&self, meta: Meta, file: &File) -> Change {
+        if self.inode != meta.inode || self.device != meta.device || meta.size < self.size {
             return Change::Other;
         }
-        let old = self.size as usize;
-        let probe = old.min(PROBE as usize);
-        if hash(&bytes[..probe]) != self.head || hash(&bytes[old - probe..old]) != self.tail {
+        if !self.same_ends(file).unwrap_or(false) {
             return Change::Other;
         }
-        match bytes.len() == old {
+        match meta.size == self.size {
             // Same size but written since: rewritten in place (a migration), not appended to.
             true if self.mtime_ns == meta.mtime_ns => Change::Same,
             true => Change::Other,
@@ -113,18 +110,22 @@ impl Stamp {
         }
     }
 
-    /// [`Stamp::compare`] for a file of unchanged metadata, reading only its two ends.
+    /// Whether the file's bytes at both ends of the old length are those this stamp saw.
     pub fn same_ends(&self, file: &File) -> std::io::Result<bool> {
-        use std::os::unix::fs::FileExt;
-        let probe = self.size.min(PROBE);
-        let mut buf = vec![0u8; probe as usize];
-        file.read_exact_at(&mut buf, 0)?;
-        if hash(&buf) != self.head {
-            return Ok(false);
-        }
-        file.read_exact_at(&mut buf, self.size - probe)?;
-        Ok(hash(&buf) == self.tail)
+        Ok(probes(file, self.size)? == (self.head, self.tail))
     }
+}
+
+/// Hashes of the first and the last `min(size, PROBE)` bytes of the first `size` bytes.
+fn probes(file: &File, size: u64) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::FileExt;
+    let probe = size.min(PROBE);
+    let mut buf = [0u8; PROBE as usize];
+    let buf = &mut buf[..probe as usize];
+    file.read_exact_at(buf, 0)?;
+    let head = hash(buf);
+    file.read_exact_at(buf, size - probe)?;
+    Ok((head, hash(buf)))
 }
 
 /// How a file relates to its cached stamp.

@@ -11,11 +11,11 @@ use hashbrown::{HashMap, HashSet};
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 
-use crate::analyze::{FileAnalysis, analyze_bytes_from};
+use crate::analyze::{FileAnalysis, analyze_parsed};
 use crate::cache::{self, Cache};
 use crate::error::ScanIssue;
 use crate::js;
-use crate::parse::Scratch;
+use crate::parse::{ParsedFile, Prefix, ResumePoint, Scratch};
 use crate::report::json as rjson;
 use crate::scan::{self, FoundFile};
 use crate::usage::Totals;
@@ -211,8 +211,8 @@ pub fn analyze_files(files: &[FoundFile], keep: Keep, progress: Option<Progress<
 fn analyze_one(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: Option<&Cache>) -> Outcome {
     let run = || match cache {
         Some(c) => analyze_cached(f, keep, scratch, c),
-        None => match scan::source::load(&f.path) {
-            Ok(data) => outcome_of(f, &data, keep, scratch, None, |_, _| {}),
+        None => match read(f, None, scratch) {
+            Ok((parsed, _, _)) => outcome_of(f, parsed, keep),
             Err(e) => unreadable(f, e),
         },
     };
@@ -237,6 +237,22 @@ fn analyze_one(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: Option<&
     }
 }
 
+/// Open and parse a file (going on from `prefix`): the parsed file, where to go on from
+/// next time, and the file's length as read.
+fn read(
+    f: &FoundFile,
+    prefix: Option<Prefix>,
+    scratch: &mut Scratch,
+) -> Result<(ParsedFile, ResumePoint, u64), crate::Error> {
+    let mut file = scan::source::open(&f.path)?;
+    scratch
+        .read_file(&mut file, prefix)
+        .map_err(|cause| crate::Error::Read {
+            path: f.path.clone(),
+            cause,
+        })
+}
+
 fn unreadable(f: &FoundFile, e: crate::Error) -> Outcome {
     let reason = e.to_string();
     Outcome::Rejected(RejectedFile {
@@ -253,38 +269,47 @@ fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cach
     let key = cache::key(&f.path);
     let meta = std::fs::metadata(&f.path).map(|m| cache::Meta::of(&m));
     let record = cache.get(&key);
+    let mut file = match scan::source::open(&f.path) {
+        Ok(file) => file,
+        Err(e) => return unreadable(f, e),
+    };
     if let (Some(r), Ok(meta)) = (record, &meta)
         && !keep.rows
         && r.rel == f.rel
         && r.stamp.same_meta(*meta)
-        && std::fs::File::open(&f.path)
-            .and_then(|file| r.stamp.same_ends(&file))
-            .unwrap_or(false)
+        && r.stamp.same_ends(&file).unwrap_or(false)
         && let Some(outcome) = cache.decode_summary::<Outcome>(&key, &r.summary)
     {
         cache.keep(key);
         return outcome;
     }
-    let data = match scan::source::load(&f.path) {
-        Ok(d) => d,
-        Err(e) => return unreadable(f, e),
+    let change = match (record, &meta) {
+        (Some(r), Ok(meta)) => Some(r.stamp.compare(*meta, &file)),
+        _ => None,
     };
-    let Ok(meta) = meta else {
-        return outcome_of(f, &data, keep, scratch, None, |_, _| {});
-    };
-    let change = record.map(|r| r.stamp.compare(meta, &data));
     let prefix = match (record, change) {
         (Some(r), Some(cache::Change::Same | cache::Change::Grown)) => cache.entries(&key, r),
         _ => None,
     };
     let reused = prefix.as_ref().map(|p| p.offset);
-    let mut blob = cache::Blob::None;
-    let outcome = outcome_of(f, &data, keep, scratch, prefix, |resume, entries| {
-        blob = match (reused, record.and_then(|r| r.entries)) {
-            (Some(offset), Some(old)) if offset == resume.offset => cache::Blob::Keep(old),
-            _ => cache::Blob::New(cache::encode_part(&resume.prefix_of(entries))),
-        };
-    });
+    let (parsed, resume, len) = match scratch.read_file(&mut file, prefix) {
+        Ok(read) => read,
+        Err(cause) => {
+            return unreadable(
+                f,
+                crate::Error::Read {
+                    path: f.path.clone(),
+                    cause,
+                },
+            );
+        }
+    };
+    let mut blob = match (reused, record.and_then(|r| r.entries)) {
+        (Some(offset), Some(old)) if offset == resume.offset => cache::Blob::Keep(old),
+        _ => cache::Blob::New(cache::encode_part(&resume.prefix_of(&parsed.entries))),
+    };
+    let outcome = outcome_of(f, parsed, keep);
+    let Ok(meta) = meta else { return outcome };
     if matches!(outcome, Outcome::Rejected(_)) {
         blob = cache::Blob::None;
     }
@@ -299,24 +324,18 @@ fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cach
         return outcome;
     }
     // A file that changed while it was read is not cached: the next run reads it again.
-    if data.len() as u64 == meta.size
+    if len == meta.size
+        && let Ok(stamp) = cache::Stamp::of(meta, &file)
         && let Some(summary) = cache::encode_part(&outcome)
     {
-        cache.put(key, &f.rel, cache::Stamp::of(meta, &data), summary, blob);
+        cache.put(key, &f.rel, stamp, summary, blob);
     }
     outcome
 }
 
-/// Analyse a file's bytes (going on from `prefix` when given) into its outcome.
-fn outcome_of(
-    f: &FoundFile,
-    data: &[u8],
-    keep: Keep,
-    scratch: &mut Scratch,
-    prefix: Option<crate::parse::Prefix>,
-    parsed: impl FnOnce(&crate::parse::ResumePoint, &[crate::parse::entry::Entry]),
-) -> Outcome {
-    match analyze_bytes_from(data, prefix, scratch, parsed) {
+/// The outcome of a parsed file.
+fn outcome_of(f: &FoundFile, parsed: ParsedFile, keep: Keep) -> Outcome {
+    match analyze_parsed(parsed) {
         FileAnalysis::Rejected { stats, reason } => Outcome::Rejected(RejectedFile {
             rel: f.rel.clone(),
             path: f.path.clone(),

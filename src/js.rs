@@ -269,6 +269,24 @@ pub struct Marks {
     /// `±f64::MAX` stands for a number literal beyond the double range, which `JSON.parse`
     /// reads as `±Infinity`.
     pub infinities: bool,
+    /// Image payloads were cut out of the line (see `parse::text::copy_cutting_images`): a
+    /// string that begins with U+0000 stands for one, and says how many bytes it had.
+    pub images_cut: bool,
+}
+
+thread_local! {
+    /// A reader needed the content of a cut image payload (see [`Marks::cut_len`]).
+    static CUT_READ: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Note that a reader met a cut payload whose content it needs: the line is read again whole.
+pub fn note_cut_read() {
+    CUT_READ.set(true);
+}
+
+/// Whether a reader met a cut payload since the last call (and forget it).
+pub fn take_cut_read() -> bool {
+    CUT_READ.replace(false)
 }
 
 impl Marks {
@@ -279,6 +297,18 @@ impl Marks {
             f64::INFINITY.copysign(f)
         } else {
             f
+        }
+    }
+
+    /// The byte length of the image payload `s` stands for, if it stands for one. Only cut
+    /// payloads begin with U+0000 in a line whose images were cut: a line holding the escape
+    /// `\u0000` anywhere is never cut.
+    #[inline]
+    pub fn cut_len(self, s: &str) -> Option<u64> {
+        if self.images_cut && s.as_bytes().first() == Some(&0) {
+            s[1..].parse().ok()
+        } else {
+            None
         }
     }
 
@@ -296,6 +326,10 @@ impl Marks {
 
 /// `JSON.stringify(s).length` for a string whose content is `s`.
 pub fn stringify_str_len(s: &str, marks: Marks) -> u64 {
+    if let Some(n) = marks.cut_len(s) {
+        // Base64: printable ASCII without quotes or backslashes, written as it is.
+        return 2 + n;
+    }
     let mut n = 2 + stringified_content_len(s);
     if marks.lone_surrogates {
         n += 5 * s.matches('\u{ffff}').count() as u64;
@@ -458,7 +492,12 @@ fn nodes_to_json(nodes: &[Node<'_>], pos: &mut usize, marks: Marks, depth: usize
     }
     *pos += 1;
     match node {
-        Node::String(s) => J::String(s.to_owned()),
+        Node::String(s) => {
+            if marks.cut_len(s).is_some() {
+                note_cut_read();
+            }
+            J::String(s.to_owned())
+        }
         Node::Static(StaticNode::Null) => J::Null,
         Node::Static(StaticNode::Bool(b)) => J::Bool(b),
         Node::Static(_) => num_json(marks.node_num(&node).unwrap_or(f64::NAN)),
@@ -696,7 +735,7 @@ mod tests {
                 "\u{ffff}",
                 Marks {
                     lone_surrogates: true,
-                    infinities: false
+                    ..Marks::default()
                 }
             ),
             8

@@ -357,6 +357,9 @@ fn system_info(
     let mut chars = if content.nullish { Some(0.0) } else { content.as_content };
     if let Some(obj) = sections.and_then(|s| s.as_object()) {
         for (name, val) in obj.iter() {
+            if as_str(val).is_some_and(|s| marks.cut_len(s).is_some()) {
+                js::note_cut_read();
+            }
             if is_null(val) {
                 info.sections.push((name.into(), None));
             } else {

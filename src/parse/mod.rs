@@ -125,6 +125,11 @@ pub struct Scratch {
     buffers: simd_json::Buffers,
     tape: Option<Tape<'static>>,
     unique: u32,
+    images: memchr::memmem::Finder<'static>,
+    /// The worker's read buffer (see [`Scratch::read_file`]).
+    read: Vec<u8>,
+    /// Cut image payloads out of lines before parsing (see `text::copy_cutting_images`).
+    pub cut_images: bool,
 }
 
 impl std::fmt::Debug for Scratch {
@@ -144,6 +149,9 @@ impl Default for Scratch {
             buffers: simd_json::Buffers::with_max_depth(64 * 1024, usize::MAX),
             tape: Some(Tape(Vec::with_capacity(4096))),
             unique: 0,
+            images: memchr::memmem::Finder::new(text::IMAGE_DATA),
+            read: Vec::new(),
+            cut_images: true,
         }
     }
 }
@@ -158,6 +166,34 @@ enum LineOutcome {
 impl Scratch {
     /// Parse `bytes` as one JSON document and turn it into an entry.
     fn parse_line(&mut self, bytes: &[u8], line: u32, offset: u64, marks: crate::js::Marks) -> Result<LineOutcome, ()> {
+        let cut = if self.cut_images {
+            text::copy_cutting_images(bytes, &mut self.line, &self.images)
+        } else {
+            self.line.clear();
+            self.line.extend_from_slice(bytes);
+            false
+        };
+        let unique = self.unique;
+        let outcome = self.parse_copied(
+            line,
+            offset,
+            crate::js::Marks {
+                images_cut: cut,
+                ..marks
+            },
+        );
+        if cut && crate::js::take_cut_read() {
+            // A reader needed a cut payload's bytes: read the line whole.
+            self.line.clear();
+            self.line.extend_from_slice(bytes);
+            self.unique = unique;
+            return self.parse_copied(line, offset, marks);
+        }
+        outcome
+    }
+
+    /// Parse the line copied into `self.line`.
+    fn parse_copied(&mut self, line: u32, offset: u64, marks: crate::js::Marks) -> Result<LineOutcome, ()> {
         let Scratch {
             line: buf,
             buffers,
@@ -165,8 +201,6 @@ impl Scratch {
             unique,
             ..
         } = self;
-        buf.clear();
-        buf.extend_from_slice(bytes);
         let len = buf.len();
         buf.resize(len + simd_json::INPUT_PADDING, b' ');
         let mut t: Tape<'_> = tape.take().unwrap_or_else(|| Tape(Vec::new())).reset();
@@ -216,6 +250,37 @@ impl Scratch {
     }
 }
 
+impl Scratch {
+    /// Read and parse an open file, going on from `prefix` when given (its bytes up to
+    /// `prefix.offset` are taken as read before). Returns the parsed file, the point to go on
+    /// from next time and the file's length as read. Only the longest line is ever held.
+    pub fn read_file(
+        &mut self,
+        file: &mut std::fs::File,
+        prefix: Option<Prefix>,
+    ) -> std::io::Result<(ParsedFile, ResumePoint, u64)> {
+        let resumed = prefix.is_some();
+        let mut parser = FileParser::new(prefix, self);
+        let start = parser.offset();
+        let mut buf = std::mem::take(&mut self.read);
+        let read = crate::scan::source::read_lines(file, start, &mut buf, |lines| parser.lines(lines, self));
+        let out = read.map(|end| {
+            let (parsed, resume) = parser.finish(&buf[..end.tail], self);
+            (parsed, resume, end.len)
+        });
+        self.read = buf;
+        match out {
+            // The file became shorter than the prefix: read it all again.
+            Ok((_, _, len)) if resumed && len < start => {
+                use std::io::Seek;
+                file.rewind()?;
+                self.read_file(file, None)
+            }
+            out => out,
+        }
+    }
+}
+
 /// Read one session file from its bytes, as Pi's loader does.
 pub fn parse_file(bytes: &[u8], scratch: &mut Scratch) -> ParsedFile {
     parse_file_from(bytes, None, scratch).0
@@ -230,7 +295,7 @@ pub struct Prefix {
     pub line_no: u32,
     pub unique: u32,
     /// Line statistics of `[0, offset)`; the whole-file fields (`bytes`, `ends_with_newline`,
-    /// `bom`, `pending_tail_bytes`) are taken again from the whole file.
+    /// `pending_tail_bytes`) are taken again from the whole file.
     pub stats: LineStats,
     /// Every value kept from `[0, offset)`, in file order.
     pub entries: Vec<Entry>,
@@ -274,45 +339,107 @@ pub struct PrefixRef<'a> {
 /// statistics are in `prefix`), parsing only the rest. With no prefix, this is [`parse_file`].
 /// The result equals a parse of the whole file when those bytes did not change.
 pub fn parse_file_from(bytes: &[u8], prefix: Option<Prefix>, scratch: &mut Scratch) -> (ParsedFile, ResumePoint) {
-    let mut out = ParsedFile::default();
-    let mut start = 0usize;
-    let mut line_no = 0u32;
-    if let Some(p) = prefix.filter(|p| p.offset as usize <= bytes.len()) {
-        out.stats = p.stats;
-        out.entries = p.entries;
-        start = p.offset as usize;
-        line_no = p.line_no;
-        scratch.unique = scratch.unique.max(p.unique);
-    }
-    let stats = &mut out.stats;
-    stats.bytes = bytes.len() as u64;
-    stats.ends_with_newline = bytes.last() == Some(&b'\n');
-    stats.bom = bytes.starts_with(b"\xEF\xBB\xBF");
-    stats.pending_tail_bytes = 0;
-    let mut resume = ResumePoint::default();
-    if bytes.is_empty() {
-        out.reject = Some(RejectReason::EmptyFile);
-        return (out, resume);
-    }
-    let base = start;
-    let mut ends = memchr_iter(b'\n', &bytes[base..])
-        .map(move |i| i + base)
-        .chain(std::iter::once(bytes.len()));
-    let mut resume_taken = false;
-    while start < bytes.len() {
-        let end = ends.next().unwrap_or(bytes.len());
-        let terminated = end < bytes.len();
-        if !terminated {
-            resume = ResumePoint {
-                offset: start as u64,
-                line_no,
-                unique: scratch.unique,
-                stats: stats.clone(),
-                entries: out.entries.len(),
-            };
-            resume_taken = true;
+    let prefix = prefix.filter(|p| p.offset as usize <= bytes.len());
+    let mut parser = FileParser::new(prefix, scratch);
+    let rest = &bytes[parser.offset() as usize..];
+    let whole = memchr::memrchr(b'\n', rest).map_or(0, |i| i + 1);
+    parser.lines(&rest[..whole], scratch);
+    parser.finish(&rest[whole..], scratch)
+}
+
+/// One file parsed as its bytes arrive: whole lines in pieces of any size ([`FileParser::lines`]),
+/// then the unterminated last line, if any ([`FileParser::finish`]). Fed the bytes of a file
+/// from [`FileParser::offset`] on, it gives what [`parse_file_from`] gives for the whole file;
+/// the reader never has to hold more than the longest line.
+#[derive(Debug)]
+pub struct FileParser {
+    out: ParsedFile,
+    /// File offset of the next line.
+    offset: u64,
+    line_no: u32,
+}
+
+impl FileParser {
+    /// Start a file, or go on from a prefix of it parsed before.
+    pub fn new(prefix: Option<Prefix>, scratch: &mut Scratch) -> FileParser {
+        let mut p = FileParser {
+            out: ParsedFile::default(),
+            offset: 0,
+            line_no: 0,
+        };
+        if let Some(prefix) = prefix {
+            p.out.stats = prefix.stats;
+            p.out.entries = prefix.entries;
+            p.offset = prefix.offset;
+            p.line_no = prefix.line_no;
+            scratch.unique = scratch.unique.max(prefix.unique);
         }
-        let line = &bytes[start..end];
+        p
+    }
+
+    /// The file offset the next bytes must start at.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Parse whole lines (`lines` is empty or ends with `\n`) that start at [`FileParser::offset`].
+    pub fn lines(&mut self, lines: &[u8], scratch: &mut Scratch) {
+        debug_assert!(lines.last().is_none_or(|&b| b == b'\n'));
+        if self.offset == 0 && lines.starts_with(BOM) {
+            self.out.stats.bom = true;
+        }
+        let mut start = 0;
+        for end in memchr_iter(b'\n', lines) {
+            self.line(&lines[start..end], true, scratch);
+            start = end + 1;
+        }
+    }
+
+    /// Finish the file with its unterminated last line (`tail`, empty when the file ends with
+    /// a newline): the parsed file and the point to go on from when it grows.
+    pub fn finish(mut self, tail: &[u8], scratch: &mut Scratch) -> (ParsedFile, ResumePoint) {
+        if self.offset == 0 && tail.starts_with(BOM) {
+            self.out.stats.bom = true;
+        }
+        let total = self.offset + tail.len() as u64;
+        let mut resume = ResumePoint {
+            offset: self.offset,
+            line_no: self.line_no,
+            unique: scratch.unique,
+            stats: self.out.stats.clone(),
+            entries: self.out.entries.len(),
+        };
+        if !tail.is_empty() {
+            self.line(tail, false, scratch);
+        }
+        let mut out = self.out;
+        out.stats.bytes = total;
+        out.stats.ends_with_newline = total > 0 && tail.is_empty();
+        if total == 0 {
+            out.reject = Some(RejectReason::EmptyFile);
+            return (out, ResumePoint::default());
+        }
+        out.reject = match out.entries.first() {
+            None => Some(RejectReason::NoParsableEntries),
+            Some(first) => match &first.body {
+                Body::Header(h) if h.id.is_some() => None,
+                _ => Some(RejectReason::FirstEntryNotSessionHeader {
+                    found: describe(first),
+                    offset: first.offset,
+                }),
+            },
+        };
+        if out.reject.is_some() {
+            out.entries = Vec::new();
+            resume = ResumePoint::default();
+        }
+        (out, resume)
+    }
+
+    /// One physical line (without its `\n`), `terminated` unless it is the file's last.
+    fn line(&mut self, line: &[u8], terminated: bool, scratch: &mut Scratch) {
+        let start = self.offset;
+        let stats = &mut self.out.stats;
         stats.lines += 1;
         if line.iter().all(|&b| b == b' ' || b == b'\t' || b == b'\r') {
             stats.raw_blank_lines += 1;
@@ -320,10 +447,10 @@ pub fn parse_file_from(bytes: &[u8], prefix: Option<Prefix>, scratch: &mut Scrat
         if crate::js::is_js_blank(line) {
             stats.blank_lines += 1;
         } else {
-            match scratch.parse_js_line(line, line_no, start as u64, stats) {
+            match scratch.parse_js_line(line, self.line_no, start, stats) {
                 LineOutcome::Entry(e) => {
                     stats.parsed_lines += 1;
-                    out.entries.push(e);
+                    self.out.entries.push(e);
                 }
                 LineOutcome::Falsy => stats.dropped_values += 1,
                 LineOutcome::Invalid if !terminated => stats.pending_tail_bytes = line.len() as u64,
@@ -336,42 +463,20 @@ pub fn parse_file_from(bytes: &[u8], prefix: Option<Prefix>, scratch: &mut Scrat
                             "not valid JSON".to_string()
                         };
                         stats.first_damage = Some(Damage {
-                            line: u64::from(line_no) + 1,
-                            offset: start as u64,
+                            line: u64::from(self.line_no) + 1,
+                            offset: start,
                             reason,
                         });
                     }
                 }
             }
         }
-        line_no = line_no.saturating_add(1);
-        start = end + 1;
+        self.line_no = self.line_no.saturating_add(1);
+        self.offset = start + line.len() as u64 + u64::from(terminated);
     }
-    if !resume_taken {
-        resume = ResumePoint {
-            offset: bytes.len() as u64,
-            line_no,
-            unique: scratch.unique,
-            stats: out.stats.clone(),
-            entries: out.entries.len(),
-        };
-    }
-    out.reject = match out.entries.first() {
-        None => Some(RejectReason::NoParsableEntries),
-        Some(first) => match &first.body {
-            Body::Header(h) if h.id.is_some() => None,
-            _ => Some(RejectReason::FirstEntryNotSessionHeader {
-                found: describe(first),
-                offset: first.offset,
-            }),
-        },
-    };
-    if out.reject.is_some() {
-        out.entries = Vec::new();
-        resume = ResumePoint::default();
-    }
-    (out, resume)
 }
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 fn describe(e: &Entry) -> String {
     match &e.ty {
@@ -491,6 +596,44 @@ mod tests {
                 assert_eq!(format!("{again:?}"), whole, "cut at {cut} of {}", bytes.len());
             }
         }
+    }
+
+    /// Cutting image payloads changes no figure, wherever the image block stands: in content
+    /// (a fixed count), inside tool-call arguments and tool lists (measured by
+    /// `JSON.stringify`), as a section (measured by length) or an id (kept as JSON).
+    #[test]
+    fn cut_images_change_nothing() {
+        let data = "iVBORw0KGgo".repeat(40);
+        let img = format!(r#"{{"type":"image","data":"{data}","mimeType":"image/png"}}"#);
+        let lines = [
+            format!(
+                r#"{{"type":"message","id":"a","parentId":null,"message":{{"role":"user","content":[{img},{{"type":"text","text":"hi"}}]}}}}"#
+            ),
+            format!(
+                r#"{{"type":"message","id":"b","parentId":"a","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"t","name":"n","arguments":{{"x":[{img}]}}}}]}}}}"#
+            ),
+            format!(
+                r#"{{"type":"message","id":"c","parentId":"b","message":{{"role":"system","content":"s","sections":{img},"toolsAdded":[{{"name":"k","p":{img}}}]}}}}"#
+            ),
+            format!(r#"{{"type":"custom","id":{img},"parentId":"c"}}"#),
+            format!(r#"{{"type":"custom","id":"d","parentId":"c","x":"\u0000","y":{img}}}"#),
+            format!(r#"{{"type":"model_change","id":"e","parentId":"d","provider":{img},"modelId":"m"}}"#),
+        ];
+        let text = format!("{H}\n{}\n", lines.join("\n"));
+        let mut cutting = Scratch::default();
+        let mut whole = Scratch {
+            cut_images: false,
+            ..Scratch::default()
+        };
+        let a = parse_file(text.as_bytes(), &mut cutting);
+        let b = parse_file(text.as_bytes(), &mut whole);
+        assert_eq!(a.entries.len(), 7);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        let mut out = Vec::new();
+        let finder = memchr::memmem::Finder::new(text::IMAGE_DATA);
+        assert!(text::copy_cutting_images(lines[0].as_bytes(), &mut out, &finder));
+        assert!(out.len() < lines[0].len() - 400);
+        assert!(!text::copy_cutting_images(lines[4].as_bytes(), &mut out, &finder));
     }
 
     #[test]

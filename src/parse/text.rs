@@ -7,6 +7,8 @@
 //! parse failed, so well-formed lines never pay for it; [`Marks`] tells the readers of the
 //! tape how to undo the stand-ins.
 
+use std::io::Write;
+
 use crate::js::Marks;
 
 /// What [`repair_line`] changed.
@@ -110,6 +112,58 @@ pub fn repair_line(line: &[u8], out: &mut Vec<u8>) -> Repair {
         }
     }
     repair
+}
+
+/// How Pi writes the start of an image block; its base64 payload follows.
+pub const IMAGE_DATA: &[u8] = br#"{"type":"image","data":""#;
+
+/// Payloads shorter than this are left in place: cutting them does not pay.
+const MIN_CUT: usize = 256;
+
+/// Copy `line` into `out`, cutting the payload out of every image block Pi wrote: pisa counts
+/// an image as a fixed number of characters and never needs its bytes, which are a fifth of
+/// a typical session file. A payload of `n` bytes becomes the string `"\u0000n"`; readers
+/// that could meet it (a generic walk of a value) ask [`Marks::cut_len`], and the line is read
+/// again whole if one needs the content. Returns whether anything was cut.
+///
+/// Only sure cases are cut: the pattern `{"type":"image","data":"` can only stand at a
+/// value's start in valid JSON (inside a string its quotes would be escaped), the payload
+/// must be printable ASCII without `"` or `\` (so the cut keeps a valid line valid and an
+/// invalid one invalid), and the line must not hold the escape `\u0000` anywhere (so no
+/// other string of the line begins with U+0000).
+pub fn copy_cutting_images(line: &[u8], out: &mut Vec<u8>, finder: &memchr::memmem::Finder<'_>) -> bool {
+    out.clear();
+    let Some(first) = finder.find(line) else {
+        out.extend_from_slice(line);
+        return false;
+    };
+    if memchr::memmem::find(line, br"\u0000").is_some() {
+        out.extend_from_slice(line);
+        return false;
+    }
+    let mut copied = 0;
+    let mut cut = false;
+    let mut at = Some(first);
+    while let Some(p) = at {
+        let data = p + IMAGE_DATA.len();
+        let payload = &line[data..];
+        let mut next = data;
+        if let Some(n) = memchr::memchr2(b'"', b'\\', payload)
+            && payload[n] == b'"'
+            && n >= MIN_CUT
+            && payload[..n].iter().all(|&b| (0x20..0x80).contains(&b))
+        {
+            out.extend_from_slice(&line[copied..data]);
+            // Writing to a Vec cannot fail.
+            let _ = write!(out, "\\u0000{n}");
+            copied = data + n;
+            next = data + n;
+            cut = true;
+        }
+        at = finder.find(&line[next..]).map(|i| i + next);
+    }
+    out.extend_from_slice(&line[copied..]);
+    cut
 }
 
 fn hex4(b: &[u8], at: usize) -> Option<u16> {
