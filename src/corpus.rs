@@ -422,10 +422,10 @@ fn compaction_rows(a: &crate::analyze::SessionAnalysis) -> Vec<CompactionRow> {
                 .find(|r| r.source == Source::Assistant && r.entry < eff.entry);
             let tokens_before = c.tokens_before.as_ref().and_then(serde_json::Value::as_f64);
             let summary_chars = c.summary_chars;
-            let mut h = std::hash::DefaultHasher::new();
+            let mut h = xxhash_rust::xxh3::Xxh3::new();
             std::hash::Hash::hash(&(e.timestamp.as_deref(), tokens_before.map(f64::to_bits)), &mut h);
             std::hash::Hash::hash(&summary_chars.map(f64::to_bits), &mut h);
-            let identity = u128::from(std::hash::Hasher::finish(&h));
+            let identity = h.digest128();
             CompactionRow {
                 entry_index: eff.entry,
                 entry_id: json_text(&t.id_json(eff.entry)),

@@ -5,7 +5,7 @@
 //! order: a missing field turns a sum into `NaN`, and pisa reproduces that bit for bit.
 //! The records themselves read a missing number as 0 and say which fields were missing.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::Hash;
 
 use hashbrown::HashMap;
 
@@ -457,21 +457,16 @@ fn record(
 /// cacheWrite, cost.total)` hashed to 128 bits. The entry id is left out on purpose: a fork
 /// of a v1 file copies lines without ids, which the source only gets by migration.
 fn identity(r: &UsageRecord) -> u128 {
-    let mut parts = [0u64; 2];
-    for (salt, part) in parts.iter_mut().enumerate() {
-        let mut h = DefaultHasher::new();
-        salt.hash(&mut h);
-        r.source.hash(&mut h);
-        r.timestamp.hash(&mut h);
-        r.message_timestamp.map(f64::to_bits).hash(&mut h);
-        r.provider.hash(&mut h);
-        r.model.hash(&mut h);
-        for v in [r.input, r.output, r.cache_read, r.cache_write, r.cost_total] {
-            v.to_bits().hash(&mut h);
-        }
-        *part = h.finish();
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    r.source.hash(&mut h);
+    r.timestamp.hash(&mut h);
+    r.message_timestamp.map(f64::to_bits).hash(&mut h);
+    r.provider.hash(&mut h);
+    r.model.hash(&mut h);
+    for v in [r.input, r.output, r.cache_read, r.cache_write, r.cost_total] {
+        v.to_bits().hash(&mut h);
     }
-    (u128::from(parts[0]) << 64) | u128::from(parts[1])
+    h.digest128()
 }
 
 #[cfg(test)]
