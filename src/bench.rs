@@ -82,7 +82,7 @@ fn split_all(files: &[FoundFile]) -> u64 {
             let mut lines = 0;
             if let Ok(mut h) = std::fs::File::open(&f.path) {
                 // Newlines, as `wc -l` counts them.
-                let _ = scan::source::read_lines(&mut h, 0, buf, |piece| {
+                let _ = scan::source::read_lines(&mut h, 0, buf, scan::source::CHUNK, |piece| {
                     lines += memchr::memchr_iter(b'\n', piece).count() as u64;
                 });
             }

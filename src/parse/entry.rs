@@ -98,6 +98,25 @@ pub struct Entry {
     pub body: Body,
 }
 
+impl Entry {
+    /// Add `by` to the number of every object- or array-valued key of the entry (see
+    /// `FileParser::absorb`).
+    pub fn shift_unique(&mut self, by: u32) {
+        let shift = |k: &mut Key| {
+            if let Key::Unique(n, _) = k {
+                *n = n.wrapping_add(by);
+            }
+        };
+        shift(&mut self.id);
+        shift(&mut self.parent);
+        match &mut self.body {
+            Body::Compaction(c) => shift(&mut c.first_kept),
+            Body::ContextEdit(e) => shift(&mut e.target),
+            _ => {}
+        }
+    }
+}
+
 /// The type-specific part of an entry.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default)]
 pub enum Body {

@@ -97,6 +97,40 @@ pub struct LineStats {
     pub bom: bool,
 }
 
+impl LineStats {
+    /// Add the line counts of lines that follow these (`first_damage` already numbered).
+    fn add_lines(&mut self, next: &LineStats) {
+        let LineStats {
+            bytes: _,
+            lines,
+            ends_with_newline: _,
+            raw_blank_lines,
+            blank_lines,
+            malformed_lines,
+            dropped_values,
+            pending_tail_bytes: _,
+            invalid_utf8_lines,
+            lone_surrogate_lines,
+            out_of_range_number_lines,
+            parsed_lines,
+            first_damage,
+            bom: _,
+        } = next;
+        self.lines += lines;
+        self.raw_blank_lines += raw_blank_lines;
+        self.blank_lines += blank_lines;
+        self.malformed_lines += malformed_lines;
+        self.dropped_values += dropped_values;
+        self.invalid_utf8_lines += invalid_utf8_lines;
+        self.lone_surrogate_lines += lone_surrogate_lines;
+        self.out_of_range_number_lines += out_of_range_number_lines;
+        self.parsed_lines += parsed_lines;
+        if self.first_damage.is_none() {
+            self.first_damage.clone_from(first_damage);
+        }
+    }
+}
+
 /// A file read the way Pi reads it.
 #[derive(Debug, Clone, Default)]
 pub struct ParsedFile {
@@ -130,6 +164,10 @@ pub struct Scratch {
     read: Vec<u8>,
     /// Cut image payloads out of lines before parsing (see `text::copy_cutting_images`).
     pub cut_images: bool,
+    /// Parse big files on several cores (see [`FileParser::lines_parallel`]).
+    pub parallel: bool,
+    /// Scratch of the cores that help with a big file.
+    helpers: Vec<Scratch>,
 }
 
 impl std::fmt::Debug for Scratch {
@@ -152,6 +190,8 @@ impl Default for Scratch {
             images: memchr::memmem::Finder::new(text::IMAGE_DATA),
             read: Vec::new(),
             cut_images: true,
+            parallel: true,
+            helpers: Vec::new(),
         }
     }
 }
@@ -263,7 +303,25 @@ impl Scratch {
         let mut parser = FileParser::new(prefix, self);
         let start = parser.offset();
         let mut buf = std::mem::take(&mut self.read);
-        let read = crate::scan::source::read_lines(file, start, &mut buf, |lines| parser.lines(lines, self));
+        let size = file.metadata().map_or(0, |m| m.len());
+        let threads = rayon::current_num_threads();
+        let read = if size.saturating_sub(start) >= PARALLEL_MIN && threads > 1 && self.parallel {
+            // A big file: pieces of several MB, each parsed by all cores.
+            let mut helpers = std::mem::take(&mut self.helpers);
+            helpers.resize_with(threads, Scratch::default);
+            for h in &mut helpers {
+                h.cut_images = self.cut_images;
+            }
+            let read = crate::scan::source::read_lines(file, start, &mut buf, 4 * MIN_SEGMENT * threads, |lines| {
+                parser.lines_parallel(lines, self, &mut helpers)
+            });
+            self.helpers = helpers;
+            read
+        } else {
+            crate::scan::source::read_lines(file, start, &mut buf, crate::scan::source::CHUNK, |lines| {
+                parser.lines(lines, self)
+            })
+        };
         let out = read.map(|end| {
             let (parsed, resume) = parser.finish(&buf[..end.tail], self);
             (parsed, resume, end.len)
@@ -395,6 +453,70 @@ impl FileParser {
         }
     }
 
+    /// [`FileParser::lines`] on the worker's cores: the piece is cut at line ends into up to
+    /// one segment per helper, parsed in parallel, and the results joined in file order, so
+    /// the entries, their numbers and the statistics are those of a parse in one go.
+    pub fn lines_parallel(&mut self, lines: &[u8], scratch: &mut Scratch, helpers: &mut [Scratch]) {
+        use rayon::prelude::*;
+        let parts = helpers.len().min(lines.len() / MIN_SEGMENT).max(1);
+        if parts == 1 || self.offset == 0 {
+            // The first piece holds the header (and maybe a BOM): keep the simple path.
+            return self.lines(lines, scratch);
+        }
+        let mut segments = Vec::with_capacity(parts);
+        let mut start = 0;
+        for k in 1..=parts {
+            let goal = (lines.len() * k / parts).max(start);
+            let end = if k == parts {
+                lines.len()
+            } else {
+                memchr::memchr(b'\n', &lines[goal..]).map_or(lines.len(), |i| goal + i + 1)
+            };
+            segments.push((start, end));
+            start = end;
+        }
+        let base = self.offset;
+        let parsed: Vec<(FileParser, u32)> = helpers[..parts]
+            .par_iter_mut()
+            .zip(segments.par_iter())
+            .map(|(helper, &(start, end))| {
+                helper.unique = 0;
+                let mut seg = FileParser {
+                    out: ParsedFile::default(),
+                    offset: base + start as u64,
+                    line_no: 0,
+                };
+                seg.lines(&lines[start..end], helper);
+                (seg, helper.unique)
+            })
+            .collect();
+        for (seg, used) in parsed {
+            self.absorb(seg, used, scratch);
+        }
+    }
+
+    /// Take over the lines a helper parsed right after this parser's (numbered from line 0
+    /// and unique key 0), as if this parser had parsed them.
+    fn absorb(&mut self, seg: FileParser, used: u32, scratch: &mut Scratch) {
+        let FileParser {
+            out: mut seg_out,
+            offset,
+            line_no,
+        } = seg;
+        for e in &mut seg_out.entries {
+            e.line = e.line.saturating_add(self.line_no);
+            e.shift_unique(scratch.unique);
+        }
+        if let Some(d) = &mut seg_out.stats.first_damage {
+            d.line += u64::from(self.line_no);
+        }
+        self.out.stats.add_lines(&seg_out.stats);
+        self.out.entries.append(&mut seg_out.entries);
+        self.offset = offset;
+        self.line_no = self.line_no.saturating_add(line_no);
+        scratch.unique = scratch.unique.wrapping_add(used);
+    }
+
     /// Finish the file with its unterminated last line (`tail`, empty when the file ends with
     /// a newline): the parsed file and the point to go on from when it grows.
     pub fn finish(mut self, tail: &[u8], scratch: &mut Scratch) -> (ParsedFile, ResumePoint) {
@@ -477,6 +599,12 @@ impl FileParser {
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Files from this size on are parsed by several cores (see [`FileParser::lines_parallel`]).
+pub const PARALLEL_MIN: u64 = 8 << 20;
+
+/// The least a helper is given to parse.
+const MIN_SEGMENT: usize = 1 << 20;
 
 fn describe(e: &Entry) -> String {
     match &e.ty {
@@ -634,6 +762,46 @@ mod tests {
         assert!(text::copy_cutting_images(lines[0].as_bytes(), &mut out, &finder));
         assert!(out.len() < lines[0].len() - 400);
         assert!(!text::copy_cutting_images(lines[4].as_bytes(), &mut out, &finder));
+    }
+
+    /// A big file parsed in pieces split between helpers gives exactly the parse in one go:
+    /// entries, line numbers, unique keys of object ids, statistics and first damage.
+    #[test]
+    fn parallel_pieces_equal_one_parse() {
+        let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/sample");
+        let mut text = format!("{H}\n").into_bytes();
+        let odd = "{\"type\":\"custom\",\"id\":{\"o\":1},\"parentId\":[2]}\n{bad\n\n null\n";
+        while text.len() < 7 << 20 {
+            for e in walkdir::WalkDir::new(&sample).sort_by_file_name() {
+                let e = e.unwrap();
+                if e.path().extension().is_some_and(|x| x == "jsonl") {
+                    text.extend_from_slice(&std::fs::read(e.path()).unwrap());
+                    if text.last() != Some(&b'\n') {
+                        text.push(b'\n');
+                    }
+                    text.extend_from_slice(odd.as_bytes());
+                }
+            }
+        }
+        text.extend_from_slice(b"{\"type\":\"cus");
+        let whole = format!("{:?}", parse(&text));
+        let mut scratch = Scratch::default();
+        let mut helpers: Vec<Scratch> = (0..3).map(|_| Scratch::default()).collect();
+        let mut parser = FileParser::new(None, &mut scratch);
+        let end = memchr::memrchr(b'\n', &text).unwrap() + 1;
+        let mut start = 0;
+        for piece in 0.. {
+            if start == end {
+                break;
+            }
+            let goal = (start + (3 << 20) + piece * 1000).min(end);
+            let cut = memchr::memrchr(b'\n', &text[start..goal]).map_or(end, |i| start + i + 1);
+            parser.lines_parallel(&text[start..cut], &mut scratch, &mut helpers);
+            start = cut;
+        }
+        let (parsed, _) = parser.finish(&text[end..], &mut scratch);
+        assert!(parsed.stats.malformed_lines > 10);
+        assert_eq!(format!("{parsed:?}"), whole);
     }
 
     #[test]

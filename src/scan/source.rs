@@ -30,7 +30,7 @@ pub fn load(path: &Path) -> Result<Vec<u8>, crate::Error> {
     })
 }
 
-/// Read `file` from `offset` to its end, handing whole lines to `lines` a piece at a time
+/// Read `file` from `offset` to its end, `chunk` bytes at a time, handing whole lines to `lines`
 /// (each piece ends with `\n`; a line is never split). Returns the file's length as read and
 /// leaves its unterminated last line, if any, at the start of `buf` (`buf[..len - end of last
 /// newline]`). `buf` grows to hold the longest line and is reused by the caller.
@@ -38,6 +38,7 @@ pub fn read_lines(
     file: &mut File,
     offset: u64,
     buf: &mut Vec<u8>,
+    chunk: usize,
     mut lines: impl FnMut(&[u8]),
 ) -> io::Result<ReadEnd> {
     if offset > 0 {
@@ -47,8 +48,8 @@ pub fn read_lines(
     // Bytes at the start of `buf` not yet handed on: the start of a line.
     let mut held = 0usize;
     loop {
-        // Ask for at least CHUNK bytes, more when a long line already fills the buffer.
-        let want = held.max(CHUNK);
+        // Ask for at least `chunk` bytes, more when a long line already fills the buffer.
+        let want = held.max(chunk);
         if buf.len() < held + want {
             buf.resize(held + want, 0);
         }
@@ -100,7 +101,7 @@ mod tests {
                 let mut file = File::open(&path).unwrap();
                 let mut buf = Vec::new();
                 let mut seen = Vec::new();
-                let end = read_lines(&mut file, offset as u64, &mut buf, |piece| {
+                let end = read_lines(&mut file, offset as u64, &mut buf, CHUNK, |piece| {
                     assert_eq!(piece.last(), Some(&b'\n'));
                     seen.extend_from_slice(piece);
                 })

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod alloc;
 mod analytics;
 mod cache;
 mod cli;
