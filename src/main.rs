@@ -14,12 +14,6 @@ use pisa::corpus::Keep;
 use pisa::corpus::{self, Corpus};
 use pisa::frame::Frames;
 use pisa::report;
-
-/// Every parsed line makes a few small records; mimalloc's per-thread free lists make them
-/// several times cheaper than the system allocator (malloc and free were a tenth of the
-/// scan's profile).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use pisa::report::rollup::{self, Group};
 
 /// The cache folder of this run (`None`: `--no-cache`, or no cache folder on this system).
