@@ -247,10 +247,14 @@ fn read(
     let mut file = scan::source::open(&f.path)?;
     scratch
         .read_file(&mut file, prefix)
-        .map_err(|cause| crate::Error::Read {
-            path: f.path.clone(),
-            cause,
-        })
+        .map_err(|cause| read_error(f, cause))
+}
+
+fn read_error(f: &FoundFile, cause: std::io::Error) -> crate::Error {
+    crate::Error::Read {
+        path: f.path.clone(),
+        cause,
+    }
 }
 
 fn unreadable(f: &FoundFile, e: crate::Error) -> Outcome {
@@ -294,15 +298,7 @@ fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cach
     let reused = prefix.as_ref().map(|p| p.offset);
     let (parsed, resume, len) = match scratch.read_file(&mut file, prefix) {
         Ok(read) => read,
-        Err(cause) => {
-            return unreadable(
-                f,
-                crate::Error::Read {
-                    path: f.path.clone(),
-                    cause,
-                },
-            );
-        }
+        Err(cause) => return unreadable(f, read_error(f, cause)),
     };
     let mut blob = match (reused, record.and_then(|r| r.entries)) {
         (Some(offset), Some(old)) if offset == resume.offset => cache::Blob::Keep(old),

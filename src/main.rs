@@ -336,12 +336,15 @@ fn bench(a: BenchArgs) -> Result<ExitCode> {
 }
 
 fn inspect(args: InspectArgs) -> Result<ExitCode> {
-    let bytes = pisa::scan::source::load(&args.file)?;
+    let mut file = pisa::scan::source::open(&args.file)?;
     let mut scratch = pisa::parse::Scratch::default();
+    let (parsed, _, _) = scratch
+        .read_file(&mut file, None)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
     let rel = args.file.display().to_string();
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let code = match pisa::analyze::analyze_bytes(&bytes, &mut scratch) {
+    let code = match pisa::analyze::analyze_parsed(parsed) {
         pisa::analyze::FileAnalysis::Rejected { stats, reason } => {
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &report::json::rejected_json(&rel, &stats, &reason))?;

@@ -22,14 +22,6 @@ pub fn open(path: &Path) -> Result<File, crate::Error> {
     })
 }
 
-/// Read a whole file into memory.
-pub fn load(path: &Path) -> Result<Vec<u8>, crate::Error> {
-    std::fs::read(path).map_err(|cause| crate::Error::Read {
-        path: path.to_path_buf(),
-        cause,
-    })
-}
-
 /// Read `file` from `offset` to its end, `chunk` bytes at a time, handing whole lines to `lines`
 /// (each piece ends with `\n`; a line is never split). Returns the file's length as read and
 /// leaves its unterminated last line, if any, at the start of `buf` (`buf[..len - end of last
