@@ -164,8 +164,6 @@ pub struct Scratch {
     read: Vec<u8>,
     /// Cut image payloads out of lines before parsing (see `text::copy_cutting_images`).
     pub cut_images: bool,
-    /// Parse big files on several cores (see [`FileParser::lines_parallel`]).
-    pub parallel: bool,
     /// Scratch of the cores that help with a big file.
     helpers: Vec<Scratch>,
 }
@@ -190,7 +188,6 @@ impl Default for Scratch {
             images: memchr::memmem::Finder::new(text::IMAGE_DATA),
             read: Vec::new(),
             cut_images: true,
-            parallel: true,
             helpers: Vec::new(),
         }
     }
@@ -206,13 +203,14 @@ enum LineOutcome {
 impl Scratch {
     /// Parse `bytes` as one JSON document and turn it into an entry.
     fn parse_line(&mut self, bytes: &[u8], line: u32, offset: u64, marks: crate::js::Marks) -> Result<LineOutcome, ()> {
-        let cut = if self.cut_images {
-            text::copy_cutting_images(bytes, &mut self.line, &self.images)
-        } else {
-            self.line.clear();
-            self.line.extend_from_slice(bytes);
-            false
+        let whole = |buf: &mut Vec<u8>| {
+            buf.clear();
+            buf.extend_from_slice(bytes);
         };
+        let cut = self.cut_images && text::copy_cutting_images(bytes, &mut self.line, &self.images);
+        if !self.cut_images {
+            whole(&mut self.line);
+        }
         let unique = self.unique;
         let outcome = self.parse_copied(
             line,
@@ -224,8 +222,7 @@ impl Scratch {
         );
         if cut && crate::js::take_cut_read() {
             // A reader needed a cut payload's bytes: read the line whole.
-            self.line.clear();
-            self.line.extend_from_slice(bytes);
+            whole(&mut self.line);
             self.unique = unique;
             return self.parse_copied(line, offset, marks);
         }
@@ -305,7 +302,7 @@ impl Scratch {
         let mut buf = std::mem::take(&mut self.read);
         let size = file.metadata().map_or(0, |m| m.len());
         let threads = rayon::current_num_threads();
-        let read = if size.saturating_sub(start) >= PARALLEL_MIN && threads > 1 && self.parallel {
+        let read = if size.saturating_sub(start) >= PARALLEL_MIN && threads > 1 {
             // A big file: pieces of several MB, each parsed by all cores.
             let mut helpers = std::mem::take(&mut self.helpers);
             helpers.resize_with(threads, Scratch::default);
