@@ -85,6 +85,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function(format!("sessions-{mb}MB"), |b| {
             b.iter(|| {
                 pisa::corpus::analyze_files(&found.files, pisa::corpus::Keep::default(), None, None)
+                    .expect("the spill reads back")
                     .sessions
                     .len()
             })

@@ -153,7 +153,7 @@ pub fn run(roots: &[PathBuf], runs: usize) -> Bench {
     ));
     if let Ok(dir) = tempfile::tempdir() {
         let fill = crate::cache::Cache::open(dir.path());
-        analyze_files(&files, Keep::default(), None, Some(&fill));
+        let _ = analyze_files(&files, Keep::default(), None, Some(&fill));
         let _ = fill.save(roots);
         let (t, _) = timed(runs, || {
             let cache = crate::cache::Cache::open(dir.path());

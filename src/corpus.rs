@@ -1,10 +1,15 @@
 //! A whole directory: every file through [`analyze_bytes`] in parallel, then the
 //! cross-session figures (fork deduplication, parents found in the corpus, totals).
 //!
-//! Each worker keeps its own [`Scratch`]; a file's bytes are loaded, analysed and dropped
-//! before the next file, and only a compact summary of each session outlives its worker.
+//! Each worker keeps its own [`Scratch`]; a file's bytes are read, analysed and dropped
+//! before the next file. Of each session only a small summary stays in memory; its
+//! document and its billed calls wait in a [`Spill`] file for the cross-session step, so
+//! memory does not grow with the corpus.
+
+pub mod spill;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hashbrown::{HashMap, HashSet};
@@ -19,14 +24,13 @@ use crate::parse::{ParsedFile, Prefix, ResumePoint, Scratch};
 use crate::report::json as rjson;
 use crate::scan::{self, FoundFile};
 use crate::usage::Totals;
+use spill::{Span, Spill};
 
 /// One billed call, reduced to what cross-session figures need.
 #[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct BilledCall {
     pub identity: u128,
     pub totals: Totals,
-    /// An earlier session holds the same call (set by [`Corpus::finish`]).
-    pub inherited: bool,
 }
 
 /// What to keep of each session beyond its summary and billed-call identities.
@@ -64,22 +68,34 @@ pub struct CompactionRow {
 }
 
 /// What survives of one accepted session after its worker is done. The cache keeps it
-/// as its worker left it (the rows excepted).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+/// as its worker left it (the rows and the spans excepted).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct SessionSummary {
     pub rel: String,
     pub path: PathBuf,
-    /// The `sessions --json` object as its worker made it, as compact JSON text (a parsed
-    /// object costs several times more memory); [`SessionSummary::object`] adds the corpus keys.
-    pub doc: Box<str>,
+    /// The `sessions --json` object as its worker made it, as compact JSON text, in the
+    /// corpus's spill; [`Corpus::object`] reads it and adds the corpus keys.
+    #[serde(skip)]
+    pub doc: Span,
+    /// The identities of its billed calls, in file order, in the spill.
+    #[serde(skip)]
+    pub identities: Span,
+    /// The totals of each billed call, in the spill.
+    #[serde(skip)]
+    pub call_totals: Span,
+    /// Billed calls.
+    #[serde(skip)]
+    pub calls: u64,
+    /// Indices of the calls an earlier session holds too (set by [`Corpus::finish`]).
+    #[serde(skip)]
+    pub inherited: Vec<u32>,
     /// Header `id`.
     pub session_id: Option<String>,
     /// `parentSession` as a string, when it is truthy.
     pub parent_session: Option<String>,
     /// The scanned file that `parentSession` names (set by [`Corpus::finish`]).
     pub parent_in_corpus: Option<String>,
-    pub calls: Vec<BilledCall>,
-    /// This session's rows of the usage frame, in the order of `calls` (only with
+    /// This session's rows of the usage frame, in the order of its calls (only with
     /// [`Keep::rows`]); `inherited` is filled in when the frames are built.
     #[serde(skip)]
     pub usage: Option<polars::prelude::DataFrame>,
@@ -132,6 +148,8 @@ pub struct Corpus {
     pub naive_totals: Totals,
     pub inherited_calls: u64,
     pub calls: u64,
+    /// Where the sessions' documents and calls wait (see [`spill`]).
+    pub spill: Arc<Spill>,
 }
 
 impl Corpus {
@@ -150,17 +168,59 @@ impl Corpus {
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 
 /// Scan roots and analyse every session file.
-pub fn scan(roots: &[PathBuf], keep: Keep, progress: Option<Progress<'_>>) -> Corpus {
+pub fn scan(roots: &[PathBuf], keep: Keep, progress: Option<Progress<'_>>) -> Result<Corpus, crate::Error> {
     let found = scan::discover(roots);
-    let mut corpus = analyze_files(&found.files, keep, progress, None);
+    let mut corpus = analyze_files(&found.files, keep, progress, None)?;
     corpus.issues.extend(found.issues);
-    corpus
+    Ok(corpus)
 }
 
+/// What a worker makes of a file (and what the cache keeps of it).
 #[derive(serde::Serialize, serde::Deserialize)]
 enum Outcome {
+    Session(Box<Finished>),
+    Rejected(RejectedFile),
+}
+
+/// A session as its worker left it, before its bulk goes to the spill.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Finished {
+    summary: SessionSummary,
+    /// The `sessions --json` object without the corpus keys, as compact JSON text.
+    doc: Box<str>,
+    calls: Vec<BilledCall>,
+}
+
+/// What stays in memory of an outcome once its bulk is in the spill.
+enum Settled {
     Session(Box<SessionSummary>),
     Rejected(RejectedFile),
+}
+
+/// Buffers a worker reuses to encode what it spills.
+#[derive(Default)]
+struct SpillBuf(Vec<u8>);
+
+impl Outcome {
+    fn settle(self, spill: &Spill, buf: &mut SpillBuf) -> Settled {
+        match self {
+            Outcome::Rejected(r) => Settled::Rejected(r),
+            Outcome::Session(f) => {
+                let Finished {
+                    mut summary,
+                    doc,
+                    calls,
+                } = *f;
+                summary.doc = spill.put(doc.as_bytes());
+                spill::encode_identities(calls.iter().map(|c| c.identity), &mut buf.0);
+                summary.identities = spill.put(&buf.0);
+                spill::encode_totals(calls.iter().map(|c| &c.totals), &mut buf.0);
+                summary.call_totals = spill.put(&buf.0);
+                summary.calls = calls.len() as u64;
+                Settled::Session(Box::new(summary))
+            }
+        }
+    }
 }
 
 /// JSON values as JSON text in the cache (postcard does not describe itself).
@@ -180,31 +240,41 @@ mod json_as_text {
 
 /// Analyse the given files (largest first is best) in parallel, through the cache if one
 /// is given. The result is the same with and without it.
-pub fn analyze_files(files: &[FoundFile], keep: Keep, progress: Option<Progress<'_>>, cache: Option<&Cache>) -> Corpus {
+pub fn analyze_files(
+    files: &[FoundFile],
+    keep: Keep,
+    progress: Option<Progress<'_>>,
+    cache: Option<&Cache>,
+) -> Result<Corpus, crate::Error> {
     let bytes = AtomicU64::new(0);
-    let outcomes: Vec<Outcome> = files
+    let spill = Arc::new(Spill::new());
+    let outcomes: Vec<Settled> = files
         .par_iter()
-        .map_init(Scratch::default, |scratch, f| {
-            let out = analyze_one(f, keep, scratch, cache);
-            bytes.fetch_add(f.size, Ordering::Relaxed);
-            if let Some(p) = progress {
-                p(f.size);
-            }
-            out
-        })
+        .map_init(
+            || (Scratch::default(), SpillBuf::default()),
+            |(scratch, buf), f| {
+                let out = analyze_one(f, keep, scratch, cache).settle(&spill, buf);
+                bytes.fetch_add(f.size, Ordering::Relaxed);
+                if let Some(p) = progress {
+                    p(f.size);
+                }
+                out
+            },
+        )
         .collect();
     let mut corpus = Corpus {
         bytes: bytes.into_inner(),
+        spill,
         ..Default::default()
     };
     for o in outcomes {
         match o {
-            Outcome::Session(s) => corpus.sessions.push(*s),
-            Outcome::Rejected(r) => corpus.rejected.push(r),
+            Settled::Session(s) => corpus.sessions.push(*s),
+            Settled::Rejected(r) => corpus.rejected.push(r),
         }
     }
-    corpus.finish();
-    corpus
+    corpus.finish().map_err(|cause| crate::Error::Spill { cause })?;
+    Ok(corpus)
 }
 
 /// Analyse one file; a panic (a bug in pisa) costs only this file, which is reported.
@@ -350,7 +420,6 @@ fn outcome_of(f: &FoundFile, parsed: ParsedFile, keep: Keep) -> Outcome {
                 .map(|r| BilledCall {
                     identity: r.identity,
                     totals: record_totals(r),
-                    inherited: false,
                 })
                 .collect();
             let mut totals = Totals::default();
@@ -378,19 +447,27 @@ fn outcome_of(f: &FoundFile, parsed: ParsedFile, keep: Keep) -> Outcome {
             } else {
                 (None, Vec::new())
             };
-            Outcome::Session(Box::new(SessionSummary {
+            let summary = SessionSummary {
                 rel: f.rel.clone(),
                 path: f.path.clone(),
-                doc: serde_json::to_string(&json).expect("a JSON object serializes").into(),
+                doc: Span::default(),
+                identities: Span::default(),
+                call_totals: Span::default(),
+                calls: 0,
+                inherited: Vec::new(),
                 session_id: a.tree.header.id.as_deref().map(str::to_string),
                 parent_session,
                 parent_in_corpus: None,
-                calls,
                 usage,
                 compactions,
                 started_ms: a.started_ms,
                 damaged: a.is_damaged(),
                 row,
+            };
+            Outcome::Session(Box::new(Finished {
+                summary,
+                doc: serde_json::to_string(&json).expect("a JSON object serializes").into(),
+                calls,
             }))
         }
     }
@@ -470,9 +547,13 @@ fn record_totals(r: &crate::usage::UsageRecord) -> Totals {
     t
 }
 
+/// Identities looked at in one pass of the fork deduplication: a set of this many fits a
+/// 65,536-bucket table (1.1 MB), whatever the size of the corpus.
+const PASS_CALLS: u64 = 50_000;
+
 impl Corpus {
     /// Cross-session figures: sort, mark inherited calls, own totals, parents in the corpus.
-    fn finish(&mut self) {
+    fn finish(&mut self) -> std::io::Result<()> {
         self.sessions.sort_by(|a, b| js::cmp_utf16(&a.rel, &b.rel));
         self.rejected.sort_by(|a, b| js::cmp_utf16(&a.rel, &b.rel));
         // Owner of a billed call = the earliest session holding it (header time, then path).
@@ -483,21 +564,25 @@ impl Corpus {
             let tb = sb.started_ms.unwrap_or(f64::INFINITY);
             ta.total_cmp(&tb).then_with(|| js::cmp_utf16(&sa.rel, &sb.rel))
         });
-        let mut seen: HashSet<u128> = HashSet::new();
+        self.mark_inherited(&order, PASS_CALLS)?;
         let mut seen_compactions: HashSet<u128> = HashSet::new();
+        let mut buf = Vec::new();
         for &i in &order {
             let s = &mut self.sessions[i];
-            let mut own = Totals::default();
-            let mut inherited = 0u64;
-            for c in &mut s.calls {
-                c.inherited = seen.contains(&c.identity);
-                if c.inherited {
-                    inherited += 1;
-                } else {
-                    own.merge(&c.totals);
+            let own = if s.inherited.is_empty() {
+                // The same sums in the same order as the session's own totals.
+                s.row.totals
+            } else {
+                self.spill.get_into(s.call_totals, &mut buf)?;
+                let mut own = Totals::default();
+                let mut inherited = s.inherited.iter().peekable();
+                for (k, t) in spill::totals(&buf).enumerate() {
+                    if inherited.next_if_eq(&&(k as u32)).is_none() {
+                        own.merge(&t);
+                    }
                 }
-            }
-            seen.extend(s.calls.iter().map(|c| c.identity));
+                own
+            };
             for c in &mut s.compactions {
                 c.inherited = seen_compactions.contains(&c.identity);
             }
@@ -505,8 +590,8 @@ impl Corpus {
             s.row.own = own;
             self.totals.merge(&own);
             self.naive_totals.merge(&s.row.totals);
-            self.inherited_calls += inherited;
-            self.calls += s.calls.len() as u64;
+            self.inherited_calls += s.inherited.len() as u64;
+            self.calls += s.calls;
         }
         // parentInCorpus: a scanned file whose name equals that of parentSession (last wins).
         let mut by_name: HashMap<String, String> = HashMap::new();
@@ -527,44 +612,68 @@ impl Corpus {
                 .and_then(|p| by_name.get(base_name(p)))
                 .cloned();
         }
-    }
-}
-
-impl SessionSummary {
-    /// Calls copied from an earlier session (after [`Corpus::finish`]).
-    pub fn inherited_calls(&self) -> u64 {
-        self.calls.iter().filter(|c| c.inherited).count() as u64
+        Ok(())
     }
 
-    /// The corpus keys that follow the worker's keys in the `sessions --json` object.
-    fn corpus_keys(&self) -> [(&'static str, Value); 2] {
-        [
-            (
-                "own",
-                own_json(&self.row.own, self.calls.len() as u64, self.inherited_calls()),
-            ),
-            (
-                "parentInCorpus",
-                self.parent_in_corpus.clone().map_or(Value::Null, Value::String),
-            ),
-        ]
+    /// A call is inherited when a session earlier in `order` holds the same identity. The
+    /// identities are read back from the spill in passes, each over the identities whose
+    /// high bits fall in one part, so the set of those seen stays small however many
+    /// calls the corpus has.
+    fn mark_inherited(&mut self, order: &[usize], pass_calls: u64) -> std::io::Result<()> {
+        let calls: u64 = self.sessions.iter().map(|s| s.calls).sum();
+        let passes = calls.div_ceil(pass_calls).max(1);
+        let mut seen: HashSet<u128> = HashSet::with_capacity(calls.min(pass_calls * 8 / 7) as usize);
+        let mut fresh: Vec<u128> = Vec::new();
+        let mut buf = Vec::new();
+        for pass in 0..passes {
+            seen.clear();
+            for &i in order {
+                let s = &mut self.sessions[i];
+                if s.calls == 0 {
+                    continue;
+                }
+                self.spill.get_into(s.identities, &mut buf)?;
+                fresh.clear();
+                for (k, id) in spill::identities(&buf).enumerate() {
+                    if ((id >> 64) as u64) % passes != pass {
+                        continue;
+                    }
+                    if seen.contains(&id) {
+                        s.inherited.push(k as u32);
+                    } else {
+                        fresh.push(id);
+                    }
+                }
+                seen.extend(fresh.drain(..));
+            }
+        }
+        if passes > 1 {
+            for s in &mut self.sessions {
+                s.inherited.sort_unstable();
+            }
+        }
+        Ok(())
     }
 
-    /// The whole `sessions --json` object.
-    pub fn object(&self) -> Map<String, Value> {
-        let mut m: Map<String, Value> = serde_json::from_str(&self.doc).expect("the worker wrote a JSON object");
-        for (k, v) in self.corpus_keys() {
+    /// The whole `sessions --json` object of one of its sessions.
+    pub fn object(&self, s: &SessionSummary) -> std::io::Result<Map<String, Value>> {
+        let doc = self.spill.get(s.doc)?;
+        let mut m: Map<String, Value> = serde_json::from_slice(&doc).map_err(std::io::Error::other)?;
+        for (k, v) in s.corpus_keys() {
             m.insert(k.into(), v);
         }
-        m
+        Ok(m)
     }
 
-    /// Write [`SessionSummary::object`] as compact JSON, without building it.
-    pub fn write_object(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        let body = self.doc.strip_suffix('}').expect("a JSON object");
-        out.write_all(body.as_bytes())?;
-        let mut first = body == "{";
-        for (k, v) in self.corpus_keys() {
+    /// Write [`Corpus::object`] as compact JSON, without building it.
+    pub fn write_object(&self, s: &SessionSummary, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let doc = self.spill.get(s.doc)?;
+        let body = doc
+            .strip_suffix(b"}")
+            .ok_or_else(|| std::io::Error::other("a JSON object"))?;
+        out.write_all(body)?;
+        let mut first = body == b"{";
+        for (k, v) in s.corpus_keys() {
             if !first {
                 out.write_all(b",")?;
             }
@@ -574,6 +683,30 @@ impl SessionSummary {
             serde_json::to_writer(&mut *out, &v)?;
         }
         out.write_all(b"}")
+    }
+}
+
+impl SessionSummary {
+    /// Calls copied from an earlier session (after [`Corpus::finish`]).
+    pub fn inherited_calls(&self) -> u64 {
+        self.inherited.len() as u64
+    }
+
+    /// Whether each call is copied from an earlier session, in file order.
+    pub fn inherited_flags(&self) -> impl Iterator<Item = bool> + '_ {
+        let mut inherited = self.inherited.iter().peekable();
+        (0..self.calls as u32).map(move |k| inherited.next_if_eq(&&k).is_some())
+    }
+
+    /// The corpus keys that follow the worker's keys in the `sessions --json` object.
+    fn corpus_keys(&self) -> [(&'static str, Value); 2] {
+        [
+            ("own", own_json(&self.row.own, self.calls, self.inherited_calls())),
+            (
+                "parentInCorpus",
+                self.parent_in_corpus.clone().map_or(Value::Null, Value::String),
+            ),
+        ]
     }
 }
 
@@ -592,4 +725,93 @@ fn own_json(t: &Totals, calls: u64, inherited: u64) -> Value {
 
 fn base_name(p: &str) -> &str {
     p.rsplit(['/', '\\']).next().unwrap_or(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sessions holding the given identities (some shared), in a corpus with a spill.
+    fn corpus_of(lists: &[Vec<u128>], spill: Spill) -> Corpus {
+        let mut buf = Vec::new();
+        let sessions = lists
+            .iter()
+            .enumerate()
+            .map(|(i, ids)| {
+                spill::encode_identities(ids.iter().copied(), &mut buf);
+                SessionSummary {
+                    rel: format!("s{i:03}.jsonl"),
+                    identities: spill.put(&buf),
+                    calls: ids.len() as u64,
+                    started_ms: Some((i % 7) as f64),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        Corpus {
+            sessions,
+            spill: Arc::new(spill),
+            ..Default::default()
+        }
+    }
+
+    /// The rule itself, with one set: inherited when an earlier session holds the identity.
+    fn naive(lists: &[Vec<u128>], order: &[usize]) -> Vec<Vec<u32>> {
+        let mut seen = HashSet::new();
+        let mut out = vec![Vec::new(); lists.len()];
+        for &i in order {
+            for (k, id) in lists[i].iter().enumerate() {
+                if seen.contains(id) {
+                    out[i].push(k as u32);
+                }
+            }
+            seen.extend(lists[i].iter().copied());
+        }
+        out
+    }
+
+    #[test]
+    fn inherited_calls_are_the_same_in_one_pass_or_many_and_in_memory() {
+        // Forks: each session copies a prefix of an earlier one, then adds calls of its own,
+        // some twice (a call repeated within one session is not inherited).
+        let mut next = 0u128;
+        let mut fresh = || {
+            next += 1;
+            xxhash_rust::xxh3::xxh3_128(&next.to_le_bytes())
+        };
+        let mut lists: Vec<Vec<u128>> = Vec::new();
+        for i in 0..60usize {
+            let mut ids: Vec<u128> = match i % 3 {
+                0 if i > 0 => lists[i / 2][..lists[i / 2].len() / 2].to_vec(),
+                _ => Vec::new(),
+            };
+            for j in 0..(i % 11 + 1) {
+                let id = fresh();
+                ids.push(id);
+                if j % 4 == 0 {
+                    ids.push(id);
+                }
+            }
+            lists.push(ids);
+        }
+        let total: usize = lists.iter().map(Vec::len).sum();
+        for (spill, pass_calls) in [
+            (Spill::new(), 1_000_000),
+            (Spill::new(), 7),
+            (Spill::new(), 1),
+            (Spill::in_memory(), 5),
+        ] {
+            let mut c = corpus_of(&lists, spill);
+            let mut order: Vec<usize> = (0..lists.len()).collect();
+            order.sort_by_key(|&i| (i % 7, i));
+            c.mark_inherited(&order, pass_calls).unwrap();
+            let got: Vec<Vec<u32>> = c.sessions.iter().map(|s| s.inherited.clone()).collect();
+            let want = naive(&lists, &order);
+            assert!(
+                want.iter().map(Vec::len).sum::<usize>() > total / 10,
+                "the test has forks"
+            );
+            assert_eq!(got, want, "passes of {pass_calls} calls");
+        }
+    }
 }

@@ -9,6 +9,9 @@ pub enum Error {
     /// A file could not be opened, mapped or read.
     #[error("cannot read {}: {cause}", path.display())]
     Read { path: PathBuf, cause: std::io::Error },
+    /// pisa's own temporary file could not be read back.
+    #[error("cannot read back pisa's temporary file: {cause}")]
+    Spill { cause: std::io::Error },
 }
 
 /// A folder or file that discovery or reading could not handle.

@@ -101,7 +101,7 @@ fn roots(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
     )
 }
 
-fn scan_with_progress(roots: &[PathBuf], keep: Keep, show: bool) -> Corpus {
+fn scan_with_progress(roots: &[PathBuf], keep: Keep, show: bool) -> Result<Corpus> {
     let found = pisa::scan::discover(roots);
     let total: u64 = found.files.iter().map(|f| f.size).sum();
     let bar = (show && std::io::stderr().is_terminal() && total > 64 << 20).then(|| {
@@ -120,7 +120,7 @@ fn scan_with_progress(roots: &[PathBuf], keep: Keep, show: bool) -> Corpus {
         }
     };
     let cache = CACHE_DIR.get().cloned().flatten().map(|d| pisa::cache::Cache::open(&d));
-    let mut corpus = corpus::analyze_files(&found.files, keep, Some(&tick), cache.as_ref());
+    let corpus = corpus::analyze_files(&found.files, keep, Some(&tick), cache.as_ref());
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -132,13 +132,14 @@ fn scan_with_progress(roots: &[PathBuf], keep: Keep, show: bool) -> Corpus {
             eprintln!("pisa: {e}");
         }
     }
+    let mut corpus = corpus?;
     corpus.issues.extend(found.issues);
-    corpus
+    Ok(corpus)
 }
 
 fn sessions(args: SessionsArgs) -> Result<ExitCode> {
     let roots = roots(args.paths)?;
-    let corpus = scan_with_progress(&roots, Keep::default(), !args.no_progress && !args.json);
+    let corpus = scan_with_progress(&roots, Keep::default(), !args.no_progress && !args.json)?;
     if !args.quiet {
         list_skipped(&corpus);
     }
@@ -175,7 +176,13 @@ fn list_skipped(corpus: &Corpus) {
             eprintln!("pisa: cannot scan {}: {}", i.path.display(), i.reason);
         }
         for s in corpus.sessions.iter().filter(|s| s.damaged) {
-            let object = s.object();
+            let object = match corpus.object(s) {
+                Ok(object) => object,
+                Err(e) => {
+                    eprintln!("pisa: damaged {}: ({e})", s.path.display());
+                    continue;
+                }
+            };
             let d = object.get("damage");
             let first = d.and_then(|d| d.get("firstDamage")).filter(|f| !f.is_null());
             match first {
@@ -195,7 +202,7 @@ fn list_skipped(corpus: &Corpus) {
 /// Scan for the analytics commands: every record kept, skipped files listed.
 fn scan_rows(input: Input, quiet_output: bool) -> Result<Corpus> {
     let roots = roots(input.paths)?;
-    let corpus = scan_with_progress(&roots, Keep { rows: true }, !input.no_progress && !quiet_output);
+    let corpus = scan_with_progress(&roots, Keep { rows: true }, !input.no_progress && !quiet_output)?;
     if !input.quiet {
         list_skipped(&corpus);
     }

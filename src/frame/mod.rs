@@ -194,7 +194,7 @@ fn usage(corpus: &mut Corpus) -> PolarsResult<DataFrame> {
         .sessions
         .iter()
         .filter(|s| s.usage.is_some())
-        .flat_map(|s| s.calls.iter().map(|c| c.inherited))
+        .flat_map(SessionSummary::inherited_flags)
         .collect();
     let mut frame = Table::new(USAGE).finish()?;
     for s in &mut corpus.sessions {
@@ -264,7 +264,7 @@ fn sessions(corpus: &Corpus) -> PolarsResult<DataFrame> {
     use Cell::*;
     let mut t = Table::new(SESSIONS);
     for s in &corpus.sessions {
-        let m = &s.object();
+        let m = &corpus.object(s)?;
         let path = s.path.to_string_lossy();
         let ov = &s.row.overview;
         let own = &s.row.own;
@@ -287,7 +287,7 @@ fn sessions(corpus: &Corpus) -> PolarsResult<DataFrame> {
             ("user_messages", U64(count(m, &["stats", "userMessages"]))),
             ("assistant_messages", U64(count(m, &["stats", "assistantMessages"]))),
             ("tool_results", U64(count(m, &["stats", "toolResults"]))),
-            ("billed_calls", U64(Some(s.calls.len() as u64))),
+            ("billed_calls", U64(Some(s.calls))),
             ("inherited_calls", U64(Some(s.inherited_calls()))),
             ("input", F64(number(m, &["stats", "tokens", "input"]))),
             ("output", F64(number(m, &["stats", "tokens", "output"]))),
@@ -364,7 +364,7 @@ fn files(corpus: &Corpus) -> PolarsResult<DataFrame> {
     use Cell::*;
     let mut t = Table::new(FILES);
     for s in &corpus.sessions {
-        let m = &s.object();
+        let m = &corpus.object(s)?;
         let path = s.path.to_string_lossy();
         t.row(&[
             ("file", Str(Some(&s.rel))),

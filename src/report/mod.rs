@@ -93,7 +93,7 @@ pub fn sessions_document(out: &mut impl std::io::Write, c: &crate::corpus::Corpu
         if i > 0 {
             out.write_all(b",")?;
         }
-        s.write_object(out)?;
+        c.write_object(s, out)?;
     }
     out.write_all(b"]")?;
     out.write_all(b",\"rejected\":")?;

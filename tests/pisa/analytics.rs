@@ -251,7 +251,7 @@ fn breakdown_rows_add_up_to_their_row() {
 fn exports_read_back_with_the_documented_types() {
     let d = sample();
     let out = export(&d, &["--source", "test-machine"]);
-    let mut corpus = pisa::corpus::scan(std::slice::from_ref(&d), pisa::corpus::Keep { rows: true }, None);
+    let mut corpus = pisa::corpus::scan(std::slice::from_ref(&d), pisa::corpus::Keep { rows: true }, None).unwrap();
     let frames = pisa::frame::Frames::build(&mut corpus, "test-machine").unwrap();
     let schemas = [
         ("usage", pisa::frame::USAGE),
@@ -340,7 +340,7 @@ fn monthly_partitions_form_one_table_and_replace_the_previous_export() {
         "stale partition kept: {months:?}"
     );
     assert!(months.len() >= 2);
-    let mut corpus = pisa::corpus::scan(&[d], pisa::corpus::Keep { rows: true }, None);
+    let mut corpus = pisa::corpus::scan(&[d], pisa::corpus::Keep { rows: true }, None).unwrap();
     let frames = pisa::frame::Frames::build(&mut corpus, "test-machine").unwrap();
     assert_eq!(rows, frames.usage.height());
 }
