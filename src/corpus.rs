@@ -26,13 +26,6 @@ use crate::scan::{self, FoundFile};
 use crate::usage::Totals;
 use spill::{Span, Spill};
 
-/// One billed call, reduced to what cross-session figures need.
-#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
-pub struct BilledCall {
-    pub identity: u128,
-    pub totals: Totals,
-}
-
 /// What to keep of each session beyond its summary and billed-call identities.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Keep {
@@ -182,13 +175,46 @@ enum Outcome {
     Rejected(RejectedFile),
 }
 
-/// A session as its worker left it, before its bulk goes to the spill.
+/// A session as its worker left it, before its bulk goes to the spill. The billed calls are
+/// already in the spill's encoding, so the cache stores and restores them as plain bytes.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Finished {
     summary: SessionSummary,
     /// The `sessions --json` object without the corpus keys, as compact JSON text.
     doc: Box<str>,
-    calls: Vec<BilledCall>,
+    /// The identity of each billed call ([`spill::encode_identities`]).
+    #[serde(with = "raw_bytes")]
+    identities: Vec<u8>,
+    /// The totals of each billed call ([`spill::encode_totals`]).
+    #[serde(with = "raw_bytes")]
+    call_totals: Vec<u8>,
+}
+
+/// Byte vectors as one byte string (serde's default is a sequence of numbers, which
+/// postcard decodes one byte at a time).
+mod raw_bytes {
+    use serde::{Deserializer, Serializer, de};
+
+    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        struct Bytes;
+        impl<'de> de::Visitor<'de> for Bytes {
+            type Value = Vec<u8>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("bytes")
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                Ok(v.to_vec())
+            }
+            fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+                Ok(v)
+            }
+        }
+        d.deserialize_byte_buf(Bytes)
+    }
 }
 
 /// What stays in memory of an outcome once its bulk is in the spill.
@@ -197,26 +223,22 @@ enum Settled {
     Rejected(RejectedFile),
 }
 
-/// Buffers a worker reuses to encode what it spills.
-#[derive(Default)]
-struct SpillBuf(Vec<u8>);
-
 impl Outcome {
-    fn settle(self, spill: &Spill, buf: &mut SpillBuf) -> Settled {
+    /// Move the session's bulk to the spill.
+    fn settle(self, spill: &Spill) -> Settled {
         match self {
             Outcome::Rejected(r) => Settled::Rejected(r),
             Outcome::Session(f) => {
                 let Finished {
                     mut summary,
                     doc,
-                    calls,
+                    identities,
+                    call_totals,
                 } = *f;
                 summary.doc = spill.put(doc.as_bytes());
-                spill::encode_identities(calls.iter().map(|c| c.identity), &mut buf.0);
-                summary.identities = spill.put(&buf.0);
-                spill::encode_totals(calls.iter().map(|c| &c.totals), &mut buf.0);
-                summary.call_totals = spill.put(&buf.0);
-                summary.calls = calls.len() as u64;
+                summary.identities = spill.put(&identities);
+                summary.call_totals = spill.put(&call_totals);
+                summary.calls = (identities.len() / spill::IDENTITY_BYTES) as u64;
                 Settled::Session(Box::new(summary))
             }
         }
@@ -250,17 +272,14 @@ pub fn analyze_files(
     let spill = Arc::new(Spill::new());
     let outcomes: Vec<Settled> = files
         .par_iter()
-        .map_init(
-            || (Scratch::default(), SpillBuf::default()),
-            |(scratch, buf), f| {
-                let out = analyze_one(f, keep, scratch, cache).settle(&spill, buf);
-                bytes.fetch_add(f.size, Ordering::Relaxed);
-                if let Some(p) = progress {
-                    p(f.size);
-                }
-                out
-            },
-        )
+        .map_init(Scratch::default, |scratch, f| {
+            let out = analyze_one(f, keep, scratch, cache).settle(&spill);
+            bytes.fetch_add(f.size, Ordering::Relaxed);
+            if let Some(p) = progress {
+                p(f.size);
+            }
+            out
+        })
         .collect();
     let mut corpus = Corpus {
         bytes: bytes.into_inner(),
@@ -413,19 +432,16 @@ fn outcome_of(f: &FoundFile, parsed: ParsedFile, keep: Keep) -> Outcome {
             let json = rjson::session_json(&f.rel, &a, &ov);
             let parent = &a.tree.header.parent_session;
             let parent_session = js::js_truthy(parent).then(|| js::js_string_of(parent).into_owned());
-            let calls: Vec<BilledCall> = a
-                .accounting
-                .records
-                .iter()
-                .map(|r| BilledCall {
-                    identity: r.identity,
-                    totals: record_totals(r),
-                })
-                .collect();
+            let records = &a.accounting.records;
+            let call_totals: Vec<Totals> = records.iter().map(record_totals).collect();
             let mut totals = Totals::default();
-            for c in &calls {
-                totals.merge(&c.totals);
+            for t in &call_totals {
+                totals.merge(t);
             }
+            let mut identities = Vec::new();
+            spill::encode_identities(records.iter().map(|r| r.identity), &mut identities);
+            let mut encoded_totals = Vec::new();
+            spill::encode_totals(call_totals.iter(), &mut encoded_totals);
             let row = Row {
                 overview: ov,
                 name: a.name.clone(),
@@ -467,7 +483,8 @@ fn outcome_of(f: &FoundFile, parsed: ParsedFile, keep: Keep) -> Outcome {
             Outcome::Session(Box::new(Finished {
                 summary,
                 doc: serde_json::to_string(&json).expect("a JSON object serializes").into(),
-                calls,
+                identities,
+                call_totals: encoded_totals,
             }))
         }
     }
