@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::parse::Prefix;
 
 /// Bump on any change to a cached type or to what pisa computes from a file.
-pub const FORMAT: u32 = 4;
+pub const FORMAT: u32 = 5;
 const MAGIC: &[u8; 8] = b"pisa\x00cch";
 /// Bytes hashed at each end of a file.
 const PROBE: u64 = 4096;
@@ -160,9 +160,37 @@ pub struct Record {
     pub rel: String,
     pub stamp: Stamp,
     /// The file's summary ([`crate::corpus`]'s encoding), before any corpus-wide figure.
+    #[serde(with = "raw_bytes")]
     pub summary: Vec<u8>,
     /// Hash of the file's entries blob, when there is one (an accepted session).
     pub entries: Option<u64>,
+}
+
+/// Byte vectors as one byte string (serde's default is a sequence of numbers, which
+/// postcard decodes one byte at a time).
+pub mod raw_bytes {
+    use serde::{Deserializer, Serializer, de};
+
+    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        struct Bytes;
+        impl<'de> de::Visitor<'de> for Bytes {
+            type Value = Vec<u8>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("bytes")
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                Ok(v.to_vec())
+            }
+            fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+                Ok(v)
+            }
+        }
+        d.deserialize_byte_buf(Bytes)
+    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -183,38 +183,11 @@ struct Finished {
     /// The `sessions --json` object without the corpus keys, as compact JSON text.
     doc: Box<str>,
     /// The identity of each billed call ([`spill::encode_identities`]).
-    #[serde(with = "raw_bytes")]
+    #[serde(with = "crate::cache::raw_bytes")]
     identities: Vec<u8>,
     /// The totals of each billed call ([`spill::encode_totals`]).
-    #[serde(with = "raw_bytes")]
+    #[serde(with = "crate::cache::raw_bytes")]
     call_totals: Vec<u8>,
-}
-
-/// Byte vectors as one byte string (serde's default is a sequence of numbers, which
-/// postcard decodes one byte at a time).
-mod raw_bytes {
-    use serde::{Deserializer, Serializer, de};
-
-    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(v)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-        struct Bytes;
-        impl<'de> de::Visitor<'de> for Bytes {
-            type Value = Vec<u8>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("bytes")
-            }
-            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
-                Ok(v.to_vec())
-            }
-            fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
-                Ok(v)
-            }
-        }
-        d.deserialize_byte_buf(Bytes)
-    }
 }
 
 /// What stays in memory of an outcome once its bulk is in the spill.
@@ -519,7 +492,7 @@ fn compaction_rows(a: &crate::analyze::SessionAnalysis) -> Vec<CompactionRow> {
             CompactionRow {
                 entry_index: eff.entry,
                 entry_id: json_text(&t.id_json(eff.entry)),
-                timestamp: e.timestamp.clone(),
+                timestamp: e.timestamp.as_deref().map(Into::into),
                 on_active_path: eff.on_active_path,
                 tokens_before,
                 estimated_tokens_after: eff

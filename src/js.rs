@@ -31,7 +31,7 @@ pub enum Key {
     /// A number, by the bits of its f64 value (`-0` folded into `0`).
     Num(u64),
     /// A string.
-    Str(Box<str>),
+    Str(compact_str::CompactString),
     /// An object or array: unique, equal to nothing else (the value is kept for printing).
     Unique(u32, Opaque),
 }

@@ -94,7 +94,7 @@ pub struct Entry {
     pub id: Key,
     pub parent: Key,
     /// The entry's ISO timestamp, when it is a string.
-    pub timestamp: Option<Box<str>>,
+    pub timestamp: Option<compact_str::CompactString>,
     pub body: Body,
 }
 

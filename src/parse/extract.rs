@@ -485,7 +485,7 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
     };
     e.id = key_of(f.id, ctx);
     e.parent = key_of(f.parent, ctx);
-    e.timestamp = str_box(f.timestamp);
+    e.timestamp = f.timestamp.and_then(as_str).map(Into::into);
     let usage = |u: Option<V<'_, '_>>| -> (Option<Usage>, bool) {
         match u {
             Some(u) if truthy(u) => {

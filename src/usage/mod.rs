@@ -72,7 +72,7 @@ pub struct UsageRecord {
     pub stop_reason: Option<String>,
     pub thinking_level: Option<String>,
     /// The entry's ISO timestamp.
-    pub timestamp: Option<String>,
+    pub timestamp: Option<compact_str::CompactString>,
     /// The message's Unix-ms timestamp.
     pub message_timestamp: Option<f64>,
     pub input: f64,
@@ -417,7 +417,7 @@ fn record(
         api: None,
         stop_reason: None,
         thinking_level: None,
-        timestamp: e.timestamp.as_deref().map(str::to_owned),
+        timestamp: e.timestamp.clone(),
         message_timestamp: None,
         input: z(u.input, missing::INPUT),
         output: z(u.output, missing::OUTPUT),

@@ -87,11 +87,13 @@ fn skipped_lines_allocate_nothing() {
 
 #[test]
 fn kept_lines_allocate_only_their_records_whatever_their_length() {
-    for make in [assistant as fn(&str) -> String, tool_result] {
+    // An assistant answer: its message box, provider, model, api and stop reason (ids and
+    // timestamps are inline); a tool result: its message box. The scratch's first growth is
+    // spread over the lines counted, hence the fraction.
+    for (make, records) in [(assistant as fn(&str) -> String, 5.0), (tool_result, 1.0)] {
         let short = per_line(&make("hi"));
         let long = per_line(&make(&"long text \\n with escapes \\\" and ünïcödé ".repeat(400)));
         assert_eq!(short, long, "a long line allocates more than a short one");
-        assert!(short <= 12.0, "{short} allocations per line");
-        eprintln!("{}: {short} allocations per line", &make("")[..60]);
+        assert!(short.floor() <= records, "{short} allocations per line, not {records}");
     }
 }
