@@ -151,7 +151,7 @@ pub fn copy_cutting_images(line: &[u8], out: &mut Vec<u8>, finder: &memchr::memm
         if let Some(n) = memchr::memchr2(b'"', b'\\', payload)
             && payload[n] == b'"'
             && n >= MIN_CUT
-            && payload[..n].iter().all(|&b| (0x20..0x80).contains(&b))
+            && printable_ascii(&payload[..n])
         {
             out.extend_from_slice(&line[copied..data]);
             // Writing to a Vec cannot fail.
@@ -164,6 +164,20 @@ pub fn copy_cutting_images(line: &[u8], out: &mut Vec<u8>, finder: &memchr::memm
     }
     out.extend_from_slice(&line[copied..]);
     cut
+}
+
+/// Every byte is printable ASCII (`0x20..0x80`). Checked 64 bytes at a time without an early
+/// exit inside a block, so the compiler vectorizes it: image payloads are a fifth of the bytes
+/// of a realistic corpus, and a byte-at-a-time check was 4 % of the scan's profile.
+fn printable_ascii(bytes: &[u8]) -> bool {
+    let outside = |block: &[u8]| block.iter().fold(false, |bad, &b| bad | !(0x20..0x80).contains(&b));
+    let mut blocks = bytes.chunks_exact(64);
+    for block in &mut blocks {
+        if outside(block) {
+            return false;
+        }
+    }
+    !outside(blocks.remainder())
 }
 
 fn hex4(b: &[u8], at: usize) -> Option<u16> {
@@ -180,6 +194,25 @@ mod tests {
         let mut out = Vec::new();
         let r = repair_line(s, &mut out);
         (String::from_utf8(out).unwrap(), r)
+    }
+
+    #[test]
+    fn printable_ascii_finds_any_byte_outside_at_any_place() {
+        for len in [0, 1, 63, 64, 65, 200] {
+            let base = vec![b'A'; len];
+            assert!(printable_ascii(&base));
+            for at in 0..len {
+                for bad in [0x00, 0x1f, 0x80, 0xff] {
+                    let mut v = base.clone();
+                    v[at] = bad;
+                    assert!(!printable_ascii(&v), "{len} bytes, {bad:#x} at {at}");
+                }
+                let mut v = base.clone();
+                v[at] = b' ';
+                v[len - 1 - at] = 0x7f;
+                assert!(printable_ascii(&v));
+            }
+        }
     }
 
     #[test]
