@@ -510,11 +510,13 @@ fn compaction_rows(a: &crate::analyze::SessionAnalysis) -> Vec<CompactionRow> {
                 usage_tokens: own.map(crate::usage::UsageRecord::tokens),
                 usage_cost: own.map(|r| r.cost_total),
                 provider: own
-                    .and_then(|r| r.provider.clone())
-                    .or_else(|| answer.and_then(|r| r.provider.clone())),
+                    .and_then(|r| r.provider.as_deref())
+                    .or_else(|| answer.and_then(|r| r.provider.as_deref()))
+                    .map(str::to_string),
                 model: own
-                    .and_then(|r| r.model.clone())
-                    .or_else(|| answer.and_then(|r| r.response_model.clone().or_else(|| r.model.clone()))),
+                    .and_then(|r| r.model.as_deref())
+                    .or_else(|| answer.and_then(|r| r.response_model.as_deref().or(r.model.as_deref())))
+                    .map(str::to_string),
                 identity,
                 inherited: false,
             }

@@ -7,6 +7,7 @@
 
 use std::hash::Hash;
 
+use compact_str::CompactString;
 use hashbrown::HashMap;
 
 use crate::js::JsVal;
@@ -61,18 +62,18 @@ pub struct UsageRecord {
     /// Index of the entry in `getEntries()`.
     pub entry: u32,
     /// The entry's id (`#<n>` for migrated v1 files), when it has one.
-    pub entry_id: Option<String>,
+    pub entry_id: Option<CompactString>,
     pub source: Source,
     /// `kind` of a usage entry.
-    pub kind: Option<String>,
-    pub provider: Option<String>,
-    pub model: Option<String>,
-    pub response_model: Option<String>,
-    pub api: Option<String>,
-    pub stop_reason: Option<String>,
-    pub thinking_level: Option<String>,
+    pub kind: Option<CompactString>,
+    pub provider: Option<CompactString>,
+    pub model: Option<CompactString>,
+    pub response_model: Option<CompactString>,
+    pub api: Option<CompactString>,
+    pub stop_reason: Option<CompactString>,
+    pub thinking_level: Option<CompactString>,
     /// The entry's ISO timestamp.
-    pub timestamp: Option<compact_str::CompactString>,
+    pub timestamp: Option<CompactString>,
     /// The message's Unix-ms timestamp.
     pub message_timestamp: Option<f64>,
     pub input: f64,
@@ -256,7 +257,7 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                         r.kind = ue
                             .kind
                             .as_ref()
-                            .map(|k| js::js_string_of(&Some(k.clone())).into_owned());
+                            .map(|k| CompactString::from(js::js_string_of(&Some(k.clone())).as_ref()));
                         r.provider = opt_string(&ue.provider);
                         r.model = opt_string(&ue.model);
                     }));
@@ -369,10 +370,10 @@ fn add_checked(t: &mut PiTotals, u: &Usage, err: &mut Option<&'static str>) {
     }
 }
 
-fn opt_string(v: &Jv) -> Option<String> {
+fn opt_string(v: &Jv) -> Option<CompactString> {
     match v {
         None | Some(serde_json::Value::Null) => None,
-        Some(_) => Some(js::js_string_of(v).into_owned()),
+        Some(_) => Some(CompactString::from(js::js_string_of(v).as_ref())),
     }
 }
 
@@ -380,9 +381,9 @@ fn message_fields(r: &mut UsageRecord, m: &crate::parse::entry::Message) {
     r.provider = opt_string(&m.provider);
     r.model = opt_string(&m.model);
     r.response_model = opt_string(&m.response_model);
-    r.api = m.api.as_deref().map(str::to_owned);
+    r.api = m.api.as_deref().map(CompactString::from);
     r.stop_reason = opt_string(&m.stop_reason);
-    r.thinking_level = m.thinking_level.as_deref().map(str::to_owned);
+    r.thinking_level = m.thinking_level.as_deref().map(CompactString::from);
     r.message_timestamp = m.timestamp_ms;
 }
 
@@ -407,7 +408,7 @@ fn record(
         entry: i,
         entry_id: match &e.id {
             crate::js::Key::Undefined | crate::js::Key::Null => None,
-            k => Some(k.js_string().into_owned()),
+            k => Some(CompactString::from(k.js_string().as_ref())),
         },
         source,
         kind: None,
