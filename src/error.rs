@@ -9,6 +9,26 @@ pub enum Error {
     /// A file could not be opened, mapped or read.
     #[error("cannot read {}: {cause}", path.display())]
     Read { path: PathBuf, cause: std::io::Error },
+    /// The file was removed between discovery and open.
+    #[error("{} is gone: removed after the scan found it", path.display())]
+    Gone { path: PathBuf },
+    /// A FIFO, a device or a folder where a session file was expected.
+    #[error("{} is {kind}, not a regular file: not read", path.display())]
+    NotAFile { path: PathBuf, kind: &'static str },
+    /// The file changed while it was read, and again while it was read once more.
+    #[error("{} changed while it was read, twice ({what}): not counted, run pisa again", path.display())]
+    Changed { path: PathBuf, what: String },
+}
+
+impl Error {
+    /// The `status` of the file in `--json`: `gone`, `changed` or `unreadable`.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Error::Gone { .. } => "gone",
+            Error::Changed { .. } => "changed",
+            Error::Read { .. } | Error::NotAFile { .. } => "unreadable",
+        }
+    }
 }
 
 /// A folder or file that discovery or reading could not handle.
