@@ -34,6 +34,8 @@ impl Error {
 /// A folder or file that discovery or reading could not handle.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ScanIssue {
+    /// As text even when the name is not UTF-8 (see [`crate::scan::path_text`]).
+    #[serde(serialize_with = "path_as_text")]
     pub path: PathBuf,
     pub reason: String,
 }
@@ -46,4 +48,8 @@ impl ScanIssue {
             reason: reason.into(),
         }
     }
+}
+
+fn path_as_text<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&crate::scan::path_text(path))
 }
