@@ -29,12 +29,33 @@ fn main() -> ExitCode {
         }
     };
     // A panic inside a worker is caught and reported with its file (see `corpus`); the
-    // default hook would print a Rust backtrace hint to the user first.
-    std::panic::set_hook(Box::new(|info| {
-        if std::thread::current().name() == Some("main") {
-            eprintln!("pisa: internal error: {info} (please report it)");
+    // default hook would print a Rust backtrace hint to the user first. One on the main
+    // thread (or passed on to it by a thread pool) is caught below.
+    std::panic::set_hook(Box::new(|_| {}));
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
+        Ok(code) => code,
+        Err(payload) => {
+            say(&format!("internal error: {}; please report it", panic_text(&*payload)));
+            ExitCode::from(1)
         }
-    }));
+    }
+}
+
+/// What a panic said.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// One line on stderr, with anything a file put in it made safe for a terminal.
+fn say(line: &str) {
+    eprintln!("pisa: {}", report::terminal_safe(line));
+}
+
+fn run(cli: Cli) -> ExitCode {
     let cache_dir = if cli.no_cache {
         None
     } else {
@@ -68,7 +89,7 @@ fn main() -> ExitCode {
             {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("pisa: {e:#}");
+            say(&format!("{e:#}"));
             ExitCode::from(1)
         }
     }
@@ -126,10 +147,10 @@ fn scan_with_progress(roots: &[PathBuf], keep: Keep, show: bool) -> Corpus {
     }
     if let Some(cache) = cache {
         for w in cache.warnings() {
-            eprintln!("pisa: {w}");
+            say(&w);
         }
         if let Err(e) = cache.save(roots) {
-            eprintln!("pisa: {e}");
+            say(&e.to_string());
         }
     }
     corpus.issues.extend(found.issues);
@@ -167,28 +188,27 @@ fn exit_code(corpus: &Corpus) -> ExitCode {
 
 /// Rejected, unreadable and damaged files on stderr, one line each.
 fn list_skipped(corpus: &Corpus) {
-    {
-        for r in &corpus.rejected {
-            eprintln!("pisa: skipped {}: {}", r.path.display(), r.reason);
-        }
-        for i in &corpus.issues {
-            eprintln!("pisa: cannot scan {}: {}", i.path.display(), i.reason);
-        }
-        for s in corpus.sessions.iter().filter(|s| s.damaged) {
-            let object = s.object();
-            let d = object.get("damage");
-            let first = d.and_then(|d| d.get("firstDamage")).filter(|f| !f.is_null());
-            match first {
-                Some(f) => eprintln!(
-                    "pisa: damaged {}: line {} (byte {}): {}",
-                    s.path.display(),
-                    f["line"],
-                    f["offset"],
-                    f["reason"].as_str().unwrap_or("")
-                ),
-                None => eprintln!("pisa: damaged {}: parent loop cut on the active path", s.path.display()),
-            }
-        }
+    let path = pisa::scan::path_text;
+    for r in &corpus.rejected {
+        say(&format!("skipped {}: {}", path(&r.path), r.reason));
+    }
+    for i in &corpus.issues {
+        say(&format!("cannot scan {}: {}", path(&i.path), i.reason));
+    }
+    for s in corpus.sessions.iter().filter(|s| s.damaged) {
+        let object = s.object();
+        let d = object.get("damage");
+        let first = d.and_then(|d| d.get("firstDamage")).filter(|f| !f.is_null());
+        say(&match first {
+            Some(f) => format!(
+                "damaged {}: line {} (byte {}): {}",
+                path(&s.path),
+                f["line"],
+                f["offset"],
+                f["reason"].as_str().unwrap_or("")
+            ),
+            None => format!("damaged {}: parent loop cut on the active path", path(&s.path)),
+        });
     }
 }
 
@@ -338,9 +358,10 @@ fn bench(a: BenchArgs) -> Result<ExitCode> {
 fn inspect(args: InspectArgs) -> Result<ExitCode> {
     let mut file = pisa::scan::source::open(&args.file)?;
     let mut scratch = pisa::parse::Scratch::default();
-    let (parsed, _, _) = scratch
-        .read_file(&mut file, None)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let parsed = pisa::scan::source::read_steady(&args.file, &mut file, |file| {
+        let (parsed, _, len) = scratch.read_file(file, None)?;
+        Ok((parsed, len))
+    })?;
     let rel = args.file.display().to_string();
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
