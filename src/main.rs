@@ -164,7 +164,7 @@ fn sessions(args: SessionsArgs) -> Result<ExitCode> {
         list_skipped(&corpus);
     }
     let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let mut out = report::C1Escaped::new(BufWriter::new(stdout.lock()));
     if args.json {
         report::sessions_document(&mut out, &corpus)?;
     } else {
@@ -260,7 +260,7 @@ fn rollup(a: ReportArgs, group: Group) -> Result<ExitCode> {
     let frames = Frames::build(&mut corpus, &source_name(None))?;
     let r = rollup::build(&corpus, &frames, &o)?;
     let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let mut out = report::C1Escaped::new(BufWriter::new(stdout.lock()));
     if a.json {
         serde_json::to_writer_pretty(&mut out, &rollup::to_json(&r))?;
         writeln!(out)?;
@@ -278,7 +278,7 @@ fn compactions(a: ReportArgs) -> Result<ExitCode> {
     let corpus = scan_rows(a.input, a.json || a.csv)?;
     let r = report::compactions::build(&corpus, &o);
     let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let mut out = report::C1Escaped::new(BufWriter::new(stdout.lock()));
     if a.json {
         serde_json::to_writer_pretty(&mut out, &report::compactions::to_json(&r))?;
         writeln!(out)?;
@@ -315,7 +315,7 @@ fn query(a: QueryArgs) -> Result<ExitCode> {
     let frames = Frames::build(&mut corpus, &source_name(a.source))?;
     let mut df = pisa::frame::query(&frames, &a.sql).context("the query failed")?;
     let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let mut out = report::C1Escaped::new(BufWriter::new(stdout.lock()));
     if a.json {
         let rows: Vec<serde_json::Value> = (0..df.height())
             .map(|i| pisa::export::row_json(&df, i))
@@ -364,14 +364,19 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
     })?;
     let rel = args.file.display().to_string();
     let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let mut out = report::C1Escaped::new(BufWriter::new(stdout.lock()));
     let code = match pisa::analyze::analyze_parsed(parsed) {
         pisa::analyze::FileAnalysis::Rejected { stats, reason } => {
             if args.json {
                 serde_json::to_writer_pretty(&mut out, &report::json::rejected_json(&rel, &stats, &reason))?;
                 writeln!(out)?;
             } else {
-                writeln!(out, "{}: {}", report::terminal_safe(&rel), reason.message())?;
+                // The reason quotes the file (the first entry's type).
+                writeln!(
+                    out,
+                    "{}",
+                    report::terminal_safe(&format!("{rel}: {}", reason.message()))
+                )?;
             }
             ExitCode::from(2)
         }

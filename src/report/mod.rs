@@ -44,6 +44,61 @@ pub fn terminal_safe(s: &str) -> String {
     out
 }
 
+/// A writer that writes the C1 control characters (U+0080 to U+009F) of UTF-8 text as JSON
+/// escapes (`\u009b`). JSON needs only U+0000 to U+001F escaped, so a session name could carry
+/// a C1 CSI, which some terminals obey, straight through `--json` to the screen. Outside
+/// strings JSON is ASCII, so the change keeps every document's meaning.
+#[derive(Debug)]
+pub struct C1Escaped<W: std::io::Write> {
+    inner: W,
+    /// A `0xC2` lead byte whose continuation has not come yet.
+    held: bool,
+}
+
+impl<W: std::io::Write> C1Escaped<W> {
+    pub fn new(inner: W) -> Self {
+        C1Escaped { inner, held: false }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for C1Escaped<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut rest = buf;
+        if self.held {
+            let Some(&next) = rest.first() else { return Ok(0) };
+            self.held = false;
+            if (0x80..0xA0).contains(&next) {
+                write!(self.inner, "\\u{next:04x}")?;
+            } else {
+                self.inner.write_all(&[0xC2, next])?;
+            }
+            rest = &rest[1..];
+        }
+        while let Some(i) = memchr::memchr(0xC2, rest) {
+            self.inner.write_all(&rest[..i])?;
+            match rest.get(i + 1) {
+                Some(&next) if (0x80..0xA0).contains(&next) => write!(self.inner, "\\u{next:04x}")?,
+                Some(&next) => self.inner.write_all(&[0xC2, next])?,
+                None => {
+                    self.held = true;
+                    return Ok(buf.len());
+                }
+            }
+            rest = &rest[i + 2..];
+        }
+        self.inner.write_all(rest)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if std::mem::take(&mut self.held) {
+            // A lone lead byte at the end: not UTF-8, passed on as it came.
+            self.inner.write_all(&[0xC2])?;
+        }
+        self.inner.flush()
+    }
+}
+
 /// Format a token count with thousands separators.
 pub fn tokens(n: f64) -> String {
     if !n.is_finite() {
@@ -172,6 +227,22 @@ mod tests {
         assert_eq!(terminal_safe("x\u{1b}]0;title\u{7}y"), "xy");
         assert_eq!(terminal_safe("x\u{1b}]8;;http://e\u{1b}\\link"), "xlink");
         assert_eq!(terminal_safe("tab\there\r\n"), "tab here  ");
+    }
+
+    #[test]
+    fn c1_controls_become_json_escapes_even_split_across_writes() {
+        use std::io::Write;
+        let text = serde_json::to_string(&serde_json::json!({"n": "a\u{9b}2J\u{85}é\u{a0}"})).unwrap();
+        for cut in 0..=text.len() {
+            let mut out = C1Escaped::new(Vec::new());
+            out.write_all(&text.as_bytes()[..cut]).unwrap();
+            out.write_all(&text.as_bytes()[cut..]).unwrap();
+            out.flush().unwrap();
+            let written = String::from_utf8(out.inner).unwrap();
+            assert_eq!(written, "{\"n\":\"a\\u009b2J\\u0085é\u{a0}\"}");
+            let back: serde_json::Value = serde_json::from_str(&written).unwrap();
+            assert_eq!(back["n"], "a\u{9b}2J\u{85}é\u{a0}");
+        }
     }
 
     #[test]
