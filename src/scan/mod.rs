@@ -111,6 +111,10 @@ fn walk(root: &Path, d: &mut Discovery) {
                     "symlink loop".to_string()
                 } else if let Some(to) = broken_link(&path, &e) {
                     format!("broken symlink: its target {} does not exist", path_text(&to))
+                } else if e.io_error().is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
+                    && std::fs::symlink_metadata(&path).is_err()
+                {
+                    "gone: removed while the scan listed its folder".to_string()
                 } else if let Some(io) = e.io_error() {
                     format!("cannot read: {io}")
                 } else {
