@@ -188,7 +188,7 @@ pub fn read_lines(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+            Err(e) => return Err(io::Error::new(e.kind(), format!("{e}, at byte {pos}"))),
         };
         pos += n as u64;
         let filled = held + n;

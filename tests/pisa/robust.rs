@@ -580,8 +580,20 @@ fn unreadable_files_and_folders_are_reported_with_a_reason() {
         (mem["path"].as_str(), mem["status"].as_str()),
         (Some("--proj--/mem.jsonl"), Some("unreadable"))
     );
-    assert!(mem["reason"].as_str().unwrap().contains("Input/output error"), "{mem}");
+    assert!(
+        mem["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Input/output error (os error 5), at byte 0"),
+        "{mem}"
+    );
     assert!(run.err().contains("mem.jsonl: cannot read "), "{}", run.err());
+    let table = pisa_within(&[os("sessions"), dir.path().as_os_str()], &[], limit);
+    assert!(
+        table.out().contains("0 rejected, 0 damaged, 1 unreadable\n"),
+        "{}",
+        table.out()
+    );
 
     // chmod 000 on a file and on a folder.
     use std::os::unix::fs::PermissionsExt;
