@@ -256,26 +256,11 @@ fn read_open(
     mut prefix: Option<Prefix>,
     scratch: &mut Scratch,
 ) -> Result<(ParsedFile, ResumePoint, u64), crate::Error> {
-    debug_panic(f);
     scan::source::read_steady(&f.path, file, |file| {
         let read = scratch.read_file(file, prefix.take())?;
         let len = read.2;
         Ok((read, len))
     })
-}
-
-/// Debug builds only: panic on a file whose name contains `$PISA_DEBUG_PANIC_ON`, to test
-/// that a worker's panic costs only its file.
-fn debug_panic(f: &FoundFile) {
-    #[cfg(debug_assertions)]
-    if let Some(name) = std::env::var_os("PISA_DEBUG_PANIC_ON")
-        && !name.is_empty()
-        && f.rel.contains(&*name.to_string_lossy())
-    {
-        panic!("PISA_DEBUG_PANIC_ON matched {}", f.rel);
-    }
-    #[cfg(not(debug_assertions))]
-    let _ = f;
 }
 
 fn unreadable(f: &FoundFile, e: crate::Error) -> Outcome {

@@ -142,6 +142,7 @@ pub fn read_steady<T>(
         path: path.to_path_buf(),
         cause,
     };
+    debug_panic(path);
     let mut what = String::new();
     for attempt in 0..2 {
         if attempt > 0 {
@@ -161,10 +162,28 @@ pub fn read_steady<T>(
     })
 }
 
+/// Debug builds only: panic on a file whose path contains `$PISA_DEBUG_PANIC_ON`, so that tests
+/// can prove a panic costs only its file (a worker's) or ends in one line (the main thread's).
+fn debug_panic(path: &Path) {
+    #[cfg(debug_assertions)]
+    if let Some(name) = std::env::var_os("PISA_DEBUG_PANIC_ON")
+        && !name.is_empty()
+        && path.to_string_lossy().contains(&*name.to_string_lossy())
+    {
+        panic!("PISA_DEBUG_PANIC_ON matched {}", path.display());
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = path;
+}
+
 /// Read `file` from `offset` to its end, `chunk` bytes at a time, handing whole lines to `lines`
 /// (each piece ends with `\n`; a line is never split). Returns the file's length as read and
 /// leaves its unterminated last line, if any, at the start of `buf` (`buf[..len - end of last
 /// newline]`). `buf` grows to hold the longest line and is reused by the caller.
+///
+/// The end is the length `fstat` gives when the read starts: a file appended to faster than
+/// pisa parses (a runaway writer) would otherwise keep the read going forever. Bytes appended
+/// meanwhile make [`read_steady`] read the file again.
 pub fn read_lines(
     file: &mut File,
     offset: u64,
@@ -175,16 +194,20 @@ pub fn read_lines(
     if offset > 0 {
         file.seek(SeekFrom::Start(offset))?;
     }
+    // At least one byte is asked for, so that a read error shows, as does a pseudo-file whose
+    // length says 0 (`/proc`): it reads as more than its length, a change.
+    let stop = file.metadata()?.len().max(offset + 1);
     let mut pos = offset;
     // Bytes at the start of `buf` not yet handed on: the start of a line.
     let mut held = 0usize;
-    loop {
+    while pos < stop {
         // Ask for at least `chunk` bytes, more when a long line already fills the buffer.
         let want = held.max(chunk);
         if buf.len() < held + want {
             buf.resize(held + want, 0);
         }
-        let n = match file.read(&mut buf[held..held + want]) {
+        let ask = want.min(usize::try_from(stop - pos).unwrap_or(usize::MAX));
+        let n = match file.read(&mut buf[held..held + ask]) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -244,6 +267,24 @@ mod tests {
         ));
         let err = open(&dir.path().join("gone.jsonl")).unwrap_err();
         assert_eq!(err.status(), "gone", "{err}");
+    }
+
+    /// A read ends at the length the file had when it started, however fast a writer appends.
+    #[test]
+    fn a_read_ends_at_the_length_it_started_with() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.jsonl");
+        std::fs::write(&path, "a\n".repeat(1000)).unwrap();
+        let mut writer = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let mut file = open(&path).unwrap();
+        let mut buf = Vec::new();
+        // Each piece handed on makes the file grow by more than the piece.
+        let end = read_lines(&mut file, 0, &mut buf, 64, |piece| {
+            writer.write_all(&b"b\n".repeat(piece.len())).unwrap();
+        })
+        .unwrap();
+        assert_eq!(end, ReadEnd { len: 2000, tail: 0 });
     }
 
     /// A file written to during the first read is read again; one written to during every

@@ -780,6 +780,11 @@ fn a_panic_in_a_worker_is_reported_with_its_file_and_the_scan_goes_on() {
             continue;
         }
         assert_eq!(run.code, 2, "{what}: {}", run.err());
+        assert!(
+            run.err().contains("PISA_DEBUG_PANIC_ON matched"),
+            "{what}: {}",
+            run.err()
+        );
         if args.contains(&os("--json")) {
             let doc = run.json();
             assert_eq!(doc["sessions"].as_array().unwrap().len(), 3);
@@ -787,4 +792,15 @@ fn a_panic_in_a_worker_is_reported_with_its_file_and_the_scan_goes_on() {
             assert_eq!(doc["rejected"][0]["path"], "--proj--/s2.jsonl");
         }
     }
+    // On the main thread (`inspect` reads there): one line, exit 1.
+    let run = pisa_within(&[os("inspect"), p.join("s2.jsonl").as_os_str()], &panic_on, limit);
+    run.assert_no_panic_text();
+    assert_eq!(run.code, 1, "{}", run.err());
+    assert_eq!(run.err().lines().count(), 1, "{}", run.err());
+    assert!(
+        run.err()
+            .starts_with("pisa: internal error: PISA_DEBUG_PANIC_ON matched"),
+        "{}",
+        run.err()
+    );
 }
