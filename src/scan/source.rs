@@ -52,7 +52,26 @@ pub fn open(path: &Path) -> Result<File, Error> {
             kind: kind_name(kind),
         });
     }
+    #[cfg(unix)]
+    blocking(&file);
     Ok(file)
+}
+
+/// Clear `O_NONBLOCK` on a regular file: Linux ignores it for local files, but a network or
+/// FUSE file system may honour it and answer a read with `EAGAIN`.
+#[cfg(unix)]
+fn blocking(file: &File) {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: `fcntl` with `F_GETFL`/`F_SETFL` and integer flags on a descriptor `file` owns
+    // and keeps open for the call; no memory is passed. A failure leaves the flag set, which
+    // is harmless on local files.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 && flags & libc::O_NONBLOCK != 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
 }
 
 /// What a file that is not a regular file is, for a message.
@@ -267,6 +286,13 @@ mod tests {
         ));
         let err = open(&dir.path().join("gone.jsonl")).unwrap_err();
         assert_eq!(err.status(), "gone", "{err}");
+        // A regular file is left blocking, as a plain open leaves it.
+        std::fs::write(dir.path().join("f.jsonl"), "x").unwrap();
+        let file = open(&dir.path().join("f.jsonl")).unwrap();
+        use std::os::fd::AsRawFd;
+        // SAFETY: F_GETFL on an open descriptor.
+        let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+        assert_eq!(flags & libc::O_NONBLOCK, 0);
     }
 
     /// A read ends at the length the file had when it started, however fast a writer appends.

@@ -449,6 +449,7 @@ fn fifos_devices_loops_and_broken_links_are_reported_never_opened() {
     std::os::unix::fs::symlink("/dev/zero", p.join("zero.jsonl")).unwrap();
     std::os::unix::fs::symlink(p.join("nowhere"), p.join("broken.jsonl")).unwrap();
     std::os::unix::fs::symlink(dir.path(), p.join("loop")).unwrap();
+    std::os::unix::fs::symlink(p.join("self.jsonl"), p.join("self.jsonl")).unwrap();
     let folder = p.join("folder.jsonl");
     std::fs::create_dir(&folder).unwrap();
     std::fs::write(folder.join("inner.jsonl"), session_text("s-2", "/p", "two", "m")).unwrap();
@@ -481,7 +482,8 @@ fn fifos_devices_loops_and_broken_links_are_reported_never_opened() {
     assert!(issue("zero.jsonl").contains("is a character device"));
     assert!(issue("broken.jsonl").contains("broken symlink"));
     assert!(issue("loop").contains("symlink loop"));
-    for name in ["fifo.jsonl", "zero.jsonl", "broken.jsonl", "loop"] {
+    assert!(issue("self.jsonl").contains("Too many levels of symbolic links"));
+    for name in ["fifo.jsonl", "zero.jsonl", "broken.jsonl", "loop", "self.jsonl"] {
         let line = run
             .err()
             .lines()
@@ -547,6 +549,10 @@ fn names_that_are_not_utf8_stay_distinct_and_outputs_stay_utf8() {
             (r"--proj\xFF--/a\xFE.jsonl", "s-fe"),
             (r"--proj\xFF--/a\xFF.jsonl", "s-ff")
         ]
+    );
+    assert_ne!(
+        pisa::cache::key(&p.join(name(b"a\xff.jsonl"))),
+        pisa::cache::key(&p.join(name(b"a\xfe.jsonl")))
     );
     assert!(
         doc["issues"][0]["path"]
