@@ -164,9 +164,9 @@ fn sessions(args: SessionsArgs) -> Result<ExitCode> {
         list_skipped(&corpus);
     }
     let stdout = std::io::stdout();
-    let mut out = report::C1Escaped::new(BufWriter::new(stdout.lock()));
+    let mut out = BufWriter::new(stdout.lock());
     if args.json {
-        report::sessions_document(&mut out, &corpus)?;
+        report::sessions_document(&mut report::C1Escaped::new(&mut out), &corpus)?;
     } else {
         report::table::sessions(&mut out, &corpus, std::io::stdout().is_terminal())?;
     }
@@ -260,9 +260,9 @@ fn rollup(a: ReportArgs, group: Group) -> Result<ExitCode> {
     let frames = Frames::build(&mut corpus, &source_name(None))?;
     let r = rollup::build(&corpus, &frames, &o)?;
     let stdout = std::io::stdout();
-    let mut out = report::C1Escaped::new(BufWriter::new(stdout.lock()));
+    let mut out = BufWriter::new(stdout.lock());
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &rollup::to_json(&r))?;
+        serde_json::to_writer_pretty(report::C1Escaped::new(&mut out), &rollup::to_json(&r))?;
         writeln!(out)?;
     } else if a.csv {
         pisa::export::encode(&mut rollup::to_frame(&r)?, &mut out, pisa::export::Format::Csv)?;
@@ -278,9 +278,9 @@ fn compactions(a: ReportArgs) -> Result<ExitCode> {
     let corpus = scan_rows(a.input, a.json || a.csv)?;
     let r = report::compactions::build(&corpus, &o);
     let stdout = std::io::stdout();
-    let mut out = report::C1Escaped::new(BufWriter::new(stdout.lock()));
+    let mut out = BufWriter::new(stdout.lock());
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &report::compactions::to_json(&r))?;
+        serde_json::to_writer_pretty(report::C1Escaped::new(&mut out), &report::compactions::to_json(&r))?;
         writeln!(out)?;
     } else if a.csv {
         pisa::export::encode(
@@ -315,12 +315,12 @@ fn query(a: QueryArgs) -> Result<ExitCode> {
     let frames = Frames::build(&mut corpus, &source_name(a.source))?;
     let mut df = pisa::frame::query(&frames, &a.sql).context("the query failed")?;
     let stdout = std::io::stdout();
-    let mut out = report::C1Escaped::new(BufWriter::new(stdout.lock()));
+    let mut out = BufWriter::new(stdout.lock());
     if a.json {
         let rows: Vec<serde_json::Value> = (0..df.height())
             .map(|i| pisa::export::row_json(&df, i))
             .collect::<Result<_, _>>()?;
-        serde_json::to_writer_pretty(&mut out, &rows)?;
+        serde_json::to_writer_pretty(report::C1Escaped::new(&mut out), &rows)?;
         writeln!(out)?;
     } else if a.csv {
         pisa::export::encode(&mut df, &mut out, pisa::export::Format::Csv)?;
@@ -364,11 +364,14 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
     })?;
     let rel = args.file.display().to_string();
     let stdout = std::io::stdout();
-    let mut out = report::C1Escaped::new(BufWriter::new(stdout.lock()));
+    let mut out = BufWriter::new(stdout.lock());
     let code = match pisa::analyze::analyze_parsed(parsed) {
         pisa::analyze::FileAnalysis::Rejected { stats, reason } => {
             if args.json {
-                serde_json::to_writer_pretty(&mut out, &report::json::rejected_json(&rel, &stats, &reason))?;
+                serde_json::to_writer_pretty(
+                    report::C1Escaped::new(&mut out),
+                    &report::json::rejected_json(&rel, &stats, &reason),
+                )?;
                 writeln!(out)?;
             } else {
                 // The reason quotes the file (the first entry's type).
@@ -382,7 +385,7 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
         }
         pisa::analyze::FileAnalysis::Session(a) => {
             if args.json {
-                serde_json::to_writer_pretty(&mut out, &report::inspect::to_json(&rel, &a))?;
+                serde_json::to_writer_pretty(report::C1Escaped::new(&mut out), &report::inspect::to_json(&rel, &a))?;
                 writeln!(out)?;
             } else {
                 report::inspect::render(&mut out, &rel, &a)?;

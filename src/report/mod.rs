@@ -47,7 +47,8 @@ pub fn terminal_safe(s: &str) -> String {
 /// A writer that writes the C1 control characters (U+0080 to U+009F) of UTF-8 text as JSON
 /// escapes (`\u009b`). JSON needs only U+0000 to U+001F escaped, so a session name could carry
 /// a C1 CSI, which some terminals obey, straight through `--json` to the screen. Outside
-/// strings JSON is ASCII, so the change keeps every document's meaning.
+/// strings JSON is ASCII, so the change keeps every document's meaning. For JSON only: in CSV
+/// the escape would change the text.
 #[derive(Debug)]
 pub struct C1Escaped<W: std::io::Write> {
     inner: W,
@@ -96,6 +97,15 @@ impl<W: std::io::Write> std::io::Write for C1Escaped<W> {
             self.inner.write_all(&[0xC2])?;
         }
         self.inner.flush()
+    }
+}
+
+impl<W: std::io::Write> Drop for C1Escaped<W> {
+    fn drop(&mut self) {
+        if self.held {
+            // A lone lead byte at the end (never in UTF-8 text): passed on as it came.
+            let _ = self.inner.write_all(&[0xC2]);
+        }
     }
 }
 
@@ -238,7 +248,7 @@ mod tests {
             out.write_all(&text.as_bytes()[..cut]).unwrap();
             out.write_all(&text.as_bytes()[cut..]).unwrap();
             out.flush().unwrap();
-            let written = String::from_utf8(out.inner).unwrap();
+            let written = String::from_utf8(std::mem::take(&mut out.inner)).unwrap();
             assert_eq!(written, "{\"n\":\"a\\u009b2J\\u0085é\u{a0}\"}");
             let back: serde_json::Value = serde_json::from_str(&written).unwrap();
             assert_eq!(back["n"], "a\u{9b}2J\u{85}é\u{a0}");

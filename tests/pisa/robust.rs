@@ -739,10 +739,22 @@ fn escape_sequences_in_files_never_reach_the_terminal() {
             }
         }
     }
-    // JSON keeps the text, escaped.
-    let run = pisa_within(&[os("sessions"), os("--json"), d], &[], limit);
-    assert!(run.out().contains(r"name-evil\u001b]0;pwned\u0007"), "{}", run.out());
-    assert_terminal_safe("sessions --json stdout", &run.stdout);
+    // JSON keeps the text, escaped (C1 controls too, which JSON does not require).
+    for args in [
+        vec![os("sessions"), os("--json"), d],
+        vec![os("session"), os("--json"), d],
+        vec![os("query"), os("--json"), os("SELECT name FROM sessions"), d],
+        vec![os("inspect"), os("--json"), file.as_os_str()],
+    ] {
+        let run = pisa_within(&args, &[], limit);
+        assert!(
+            run.out().contains(r"name-evil\u001b]0;pwned\u0007\u001b[2J\u009b31m"),
+            "{}",
+            run.out()
+        );
+        assert_terminal_safe(&format!("{args:?} stdout"), &run.stdout);
+        run.json();
+    }
 }
 
 /// A panic in a worker costs only its file: reported with the file and a one-line reason,
