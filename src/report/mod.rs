@@ -6,8 +6,8 @@ pub mod json;
 pub mod rollup;
 pub mod table;
 
-/// Remove control characters and escape sequences from file-derived text before it
-/// reaches a terminal (a session name could otherwise rewrite the screen).
+/// Remove control characters, escape sequences and bidirectional overrides from file-derived
+/// text before it reaches a terminal (a session name could otherwise rewrite the screen).
 pub fn terminal_safe(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
@@ -37,6 +37,9 @@ pub fn terminal_safe(s: &str) -> String {
             }
         } else if c.is_control() {
             out.push(' ');
+        } else if matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+            // Bidirectional embeddings, overrides and isolates would reorder the rest of the
+            // row on screen (a name could show other figures than its own).
         } else {
             out.push(c);
         }
@@ -237,6 +240,7 @@ mod tests {
         assert_eq!(terminal_safe("x\u{1b}]0;title\u{7}y"), "xy");
         assert_eq!(terminal_safe("x\u{1b}]8;;http://e\u{1b}\\link"), "xlink");
         assert_eq!(terminal_safe("tab\there\r\n"), "tab here  ");
+        assert_eq!(terminal_safe("a\u{202e}cba\u{2066}x\u{2069}\u{9b}"), "acbax ");
     }
 
     #[test]

@@ -679,7 +679,7 @@ fn escape_sequences_in_files_never_reach_the_terminal() {
     let text = session_text(
         "s-1",
         &format!("/home/cwd-evil{PAYLOAD}"),
-        &format!("name-evil{PAYLOAD}"),
+        &format!("name-evil{PAYLOAD}\u{202e}dlrow"),
         &format!("model-evil{PAYLOAD}"),
     );
     let file = p.join(format!("file-evil{PAYLOAD}.jsonl"));
@@ -729,6 +729,11 @@ fn escape_sequences_in_files_never_reach_the_terminal() {
         );
         assert_terminal_safe(&format!("{what} stdout"), &run.stdout);
         assert_terminal_safe(&format!("{what} stderr"), &run.stderr);
+        // A right-to-left override would show the rest of the row reversed.
+        assert!(
+            !run.out().contains('\u{202e}'),
+            "{what}: bidirectional override in the table"
+        );
         // The rows are there, only the escapes are gone.
         let out = run.out();
         assert!(out.contains(shows), "{what}: no row shows {shows}:\n{out}");
