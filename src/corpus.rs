@@ -307,16 +307,22 @@ fn read(
     scratch: &mut Scratch,
 ) -> Result<(ParsedFile, ResumePoint, u64), crate::Error> {
     let mut file = scan::source::open(&f.path)?;
-    scratch
-        .read_file(&mut file, prefix)
-        .map_err(|cause| read_error(f, cause))
+    read_open(f, &mut file, prefix, scratch)
 }
 
-fn read_error(f: &FoundFile, cause: std::io::Error) -> crate::Error {
-    crate::Error::Read {
-        path: f.path.clone(),
-        cause,
-    }
+/// Parse an open file, going on from `prefix`; a file that changes meanwhile is read again
+/// from its start (see [`scan::source::read_steady`]).
+fn read_open(
+    f: &FoundFile,
+    file: &mut std::fs::File,
+    mut prefix: Option<Prefix>,
+    scratch: &mut Scratch,
+) -> Result<(ParsedFile, ResumePoint, u64), crate::Error> {
+    scan::source::read_steady(&f.path, file, |file| {
+        let read = scratch.read_file(file, prefix.take())?;
+        let len = read.2;
+        Ok((read, len))
+    })
 }
 
 fn unreadable(f: &FoundFile, e: crate::Error) -> Outcome {
@@ -324,7 +330,7 @@ fn unreadable(f: &FoundFile, e: crate::Error) -> Outcome {
     Outcome::Rejected(RejectedFile {
         rel: f.rel.clone(),
         path: f.path.clone(),
-        json: json!({"path": f.rel, "status": "unreadable", "reason": reason}),
+        json: json!({"path": f.rel, "status": e.status(), "reason": reason}),
         reason,
     })
 }
@@ -333,12 +339,13 @@ fn unreadable(f: &FoundFile, e: crate::Error) -> Outcome {
 /// wanted), its cached entries and a parse of what was appended when it grew, else a parse.
 fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cache) -> Outcome {
     let key = cache::key(&f.path);
-    let meta = std::fs::metadata(&f.path).map(|m| cache::Meta::of(&m));
     let record = cache.get(&key);
     let mut file = match scan::source::open(&f.path) {
         Ok(file) => file,
         Err(e) => return unreadable(f, e),
     };
+    // The open file's, not the path's: the path may name another file by now.
+    let meta = file.metadata().map(|m| cache::Meta::of(&m));
     if let (Some(r), Ok(meta)) = (record, &meta)
         && !keep.rows
         && r.rel == f.rel
@@ -358,9 +365,9 @@ fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cach
         _ => None,
     };
     let reused = prefix.as_ref().map(|p| p.offset);
-    let (parsed, resume, len) = match scratch.read_file(&mut file, prefix) {
+    let (parsed, resume, len) = match read_open(f, &mut file, prefix, scratch) {
         Ok(read) => read,
-        Err(cause) => return unreadable(f, read_error(f, cause)),
+        Err(e) => return unreadable(f, e),
     };
     let mut blob = match (reused, record.and_then(|r| r.entries)) {
         (Some(offset), Some(old)) if offset == resume.offset => cache::Blob::Keep(old),
@@ -381,8 +388,10 @@ fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cach
         cache.keep(key);
         return outcome;
     }
-    // A file that changed while it was read is not cached: the next run reads it again.
+    // A file that changed while it was read (and was read again) is not cached: the next
+    // run reads it again.
     if len == meta.size
+        && file.metadata().is_ok_and(|m| cache::Meta::of(&m) == meta)
         && let Ok(stamp) = cache::Stamp::of(meta, &file)
         && let Some(summary) = cache::encode_part(&outcome)
     {

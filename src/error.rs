@@ -12,11 +12,33 @@ pub enum Error {
     /// pisa's own temporary file could not be read back.
     #[error("cannot read back pisa's temporary file: {cause}")]
     Spill { cause: std::io::Error },
+    /// The file was removed between discovery and open.
+    #[error("{} is gone: removed after the scan found it", path.display())]
+    Gone { path: PathBuf },
+    /// A FIFO, a device or a folder where a session file was expected.
+    #[error("{} is {kind}, not a regular file: not read", path.display())]
+    NotAFile { path: PathBuf, kind: &'static str },
+    /// The file changed while it was read, and again while it was read once more.
+    #[error("{} changed while it was read, twice ({what}): not counted, run pisa again", path.display())]
+    Changed { path: PathBuf, what: String },
+}
+
+impl Error {
+    /// The `status` of the file in `--json`: `gone`, `changed` or `unreadable`.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Error::Gone { .. } => "gone",
+            Error::Changed { .. } => "changed",
+            Error::Read { .. } | Error::NotAFile { .. } | Error::Spill { .. } => "unreadable",
+        }
+    }
 }
 
 /// A folder or file that discovery or reading could not handle.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ScanIssue {
+    /// As text even when the name is not UTF-8 (see [`crate::scan::path_text`]).
+    #[serde(serialize_with = "path_as_text")]
     pub path: PathBuf,
     pub reason: String,
 }
@@ -29,4 +51,8 @@ impl ScanIssue {
             reason: reason.into(),
         }
     }
+}
+
+fn path_as_text<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&crate::scan::path_text(path))
 }

@@ -29,12 +29,33 @@ fn main() -> ExitCode {
         }
     };
     // A panic inside a worker is caught and reported with its file (see `corpus`); the
-    // default hook would print a Rust backtrace hint to the user first.
-    std::panic::set_hook(Box::new(|info| {
-        if std::thread::current().name() == Some("main") {
-            eprintln!("pisa: internal error: {info} (please report it)");
+    // default hook would print a Rust backtrace hint to the user first. One on the main
+    // thread (or passed on to it by a thread pool) is caught below.
+    std::panic::set_hook(Box::new(|_| {}));
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
+        Ok(code) => code,
+        Err(payload) => {
+            say(&format!("internal error: {}; please report it", panic_text(&*payload)));
+            ExitCode::from(1)
         }
-    }));
+    }
+}
+
+/// What a panic said.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// One line on stderr, with anything a file put in it made safe for a terminal.
+fn say(line: &str) {
+    eprintln!("pisa: {}", report::terminal_safe(line));
+}
+
+fn run(cli: Cli) -> ExitCode {
     let cache_dir = if cli.no_cache {
         None
     } else {
@@ -68,7 +89,7 @@ fn main() -> ExitCode {
             {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("pisa: {e:#}");
+            say(&format!("{e:#}"));
             ExitCode::from(1)
         }
     }
@@ -126,10 +147,10 @@ fn scan_with_progress(roots: &[PathBuf], keep: Keep, show: bool) -> Result<Corpu
     }
     if let Some(cache) = cache {
         for w in cache.warnings() {
-            eprintln!("pisa: {w}");
+            say(&w);
         }
         if let Err(e) = cache.save(roots) {
-            eprintln!("pisa: {e}");
+            say(&e.to_string());
         }
     }
     let mut corpus = corpus?;
@@ -146,7 +167,7 @@ fn sessions(args: SessionsArgs) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     if args.json {
-        report::sessions_document(&mut out, &corpus)?;
+        report::sessions_document(&mut report::C1Escaped::new(&mut out), &corpus)?;
     } else {
         report::table::sessions(&mut out, &corpus, std::io::stdout().is_terminal())?;
     }
@@ -168,34 +189,33 @@ fn exit_code(corpus: &Corpus) -> ExitCode {
 
 /// Rejected, unreadable and damaged files on stderr, one line each.
 fn list_skipped(corpus: &Corpus) {
-    {
-        for r in &corpus.rejected {
-            eprintln!("pisa: skipped {}: {}", r.path.display(), r.reason);
-        }
-        for i in &corpus.issues {
-            eprintln!("pisa: cannot scan {}: {}", i.path.display(), i.reason);
-        }
-        for s in corpus.sessions.iter().filter(|s| s.damaged) {
-            let object = match corpus.object(s) {
-                Ok(object) => object,
-                Err(e) => {
-                    eprintln!("pisa: damaged {}: ({e})", s.path.display());
-                    continue;
-                }
-            };
-            let d = object.get("damage");
-            let first = d.and_then(|d| d.get("firstDamage")).filter(|f| !f.is_null());
-            match first {
-                Some(f) => eprintln!(
-                    "pisa: damaged {}: line {} (byte {}): {}",
-                    s.path.display(),
-                    f["line"],
-                    f["offset"],
-                    f["reason"].as_str().unwrap_or("")
-                ),
-                None => eprintln!("pisa: damaged {}: parent loop cut on the active path", s.path.display()),
+    let path = pisa::scan::path_text;
+    for r in &corpus.rejected {
+        say(&format!("skipped {}: {}", path(&r.path), r.reason));
+    }
+    for i in &corpus.issues {
+        say(&format!("cannot scan {}: {}", path(&i.path), i.reason));
+    }
+    for s in corpus.sessions.iter().filter(|s| s.damaged) {
+        let object = match corpus.object(s) {
+            Ok(object) => object,
+            Err(e) => {
+                say(&format!("damaged {}: ({e})", path(&s.path)));
+                continue;
             }
-        }
+        };
+        let d = object.get("damage");
+        let first = d.and_then(|d| d.get("firstDamage")).filter(|f| !f.is_null());
+        say(&match first {
+            Some(f) => format!(
+                "damaged {}: line {} (byte {}): {}",
+                path(&s.path),
+                f["line"],
+                f["offset"],
+                f["reason"].as_str().unwrap_or("")
+            ),
+            None => format!("damaged {}: parent loop cut on the active path", path(&s.path)),
+        });
     }
 }
 
@@ -249,7 +269,7 @@ fn rollup(a: ReportArgs, group: Group) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &rollup::to_json(&r))?;
+        serde_json::to_writer_pretty(report::C1Escaped::new(&mut out), &rollup::to_json(&r))?;
         writeln!(out)?;
     } else if a.csv {
         pisa::export::encode(&mut rollup::to_frame(&r)?, &mut out, pisa::export::Format::Csv)?;
@@ -267,7 +287,7 @@ fn compactions(a: ReportArgs) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &report::compactions::to_json(&r))?;
+        serde_json::to_writer_pretty(report::C1Escaped::new(&mut out), &report::compactions::to_json(&r))?;
         writeln!(out)?;
     } else if a.csv {
         pisa::export::encode(
@@ -307,7 +327,7 @@ fn query(a: QueryArgs) -> Result<ExitCode> {
         let rows: Vec<serde_json::Value> = (0..df.height())
             .map(|i| pisa::export::row_json(&df, i))
             .collect::<Result<_, _>>()?;
-        serde_json::to_writer_pretty(&mut out, &rows)?;
+        serde_json::to_writer_pretty(report::C1Escaped::new(&mut out), &rows)?;
         writeln!(out)?;
     } else if a.csv {
         pisa::export::encode(&mut df, &mut out, pisa::export::Format::Csv)?;
@@ -345,25 +365,34 @@ fn bench(a: BenchArgs) -> Result<ExitCode> {
 fn inspect(args: InspectArgs) -> Result<ExitCode> {
     let mut file = pisa::scan::source::open(&args.file)?;
     let mut scratch = pisa::parse::Scratch::default();
-    let (parsed, _, _) = scratch
-        .read_file(&mut file, None)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let parsed = pisa::scan::source::read_steady(&args.file, &mut file, |file| {
+        let (parsed, _, len) = scratch.read_file(file, None)?;
+        Ok((parsed, len))
+    })?;
     let rel = args.file.display().to_string();
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let code = match pisa::analyze::analyze_parsed(parsed) {
         pisa::analyze::FileAnalysis::Rejected { stats, reason } => {
             if args.json {
-                serde_json::to_writer_pretty(&mut out, &report::json::rejected_json(&rel, &stats, &reason))?;
+                serde_json::to_writer_pretty(
+                    report::C1Escaped::new(&mut out),
+                    &report::json::rejected_json(&rel, &stats, &reason),
+                )?;
                 writeln!(out)?;
             } else {
-                writeln!(out, "{}: {}", report::terminal_safe(&rel), reason.message())?;
+                // The reason quotes the file (the first entry's type).
+                writeln!(
+                    out,
+                    "{}",
+                    report::terminal_safe(&format!("{rel}: {}", reason.message()))
+                )?;
             }
             ExitCode::from(2)
         }
         pisa::analyze::FileAnalysis::Session(a) => {
             if args.json {
-                serde_json::to_writer_pretty(&mut out, &report::inspect::to_json(&rel, &a))?;
+                serde_json::to_writer_pretty(report::C1Escaped::new(&mut out), &report::inspect::to_json(&rel, &a))?;
                 writeln!(out)?;
             } else {
                 report::inspect::render(&mut out, &rel, &a)?;

@@ -265,7 +265,7 @@ fn sessions(corpus: &Corpus) -> PolarsResult<DataFrame> {
     let mut t = Table::new(SESSIONS);
     for s in &corpus.sessions {
         let m = &corpus.object(s)?;
-        let path = s.path.to_string_lossy();
+        let path = crate::scan::path_text(&s.path);
         let ov = &s.row.overview;
         let own = &s.row.own;
         t.row(&[
@@ -365,7 +365,7 @@ fn files(corpus: &Corpus) -> PolarsResult<DataFrame> {
     let mut t = Table::new(FILES);
     for s in &corpus.sessions {
         let m = &corpus.object(s)?;
-        let path = s.path.to_string_lossy();
+        let path = crate::scan::path_text(&s.path);
         t.row(&[
             ("file", Str(Some(&s.rel))),
             ("path", Str(Some(&path))),
@@ -384,7 +384,7 @@ fn files(corpus: &Corpus) -> PolarsResult<DataFrame> {
         ]);
     }
     for r in &corpus.rejected {
-        let path = r.path.to_string_lossy();
+        let path = crate::scan::path_text(&r.path);
         let j = r.json.as_object();
         let get = |k: &str| j.and_then(|m| count(m, &[k]));
         t.row(&[
@@ -402,7 +402,7 @@ fn files(corpus: &Corpus) -> PolarsResult<DataFrame> {
         ]);
     }
     for i in &corpus.issues {
-        let path = i.path.to_string_lossy();
+        let path = crate::scan::path_text(&i.path);
         t.row(&[
             ("file", Str(Some(&path))),
             ("path", Str(Some(&path))),

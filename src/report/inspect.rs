@@ -153,7 +153,9 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
         d.malformed_lines,
         d.first_damage.as_ref().map_or_else(String::new, |x| format!(
             " (first at line {}, byte {}: {})",
-            x.line, x.offset, x.reason
+            x.line,
+            x.offset,
+            terminal_safe(&x.reason)
         )),
         d.dropped_values,
         d.pending_tail_bytes,

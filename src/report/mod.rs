@@ -6,8 +6,8 @@ pub mod json;
 pub mod rollup;
 pub mod table;
 
-/// Remove control characters and escape sequences from file-derived text before it
-/// reaches a terminal (a session name could otherwise rewrite the screen).
+/// Remove control characters, escape sequences and bidirectional overrides from file-derived
+/// text before it reaches a terminal (a session name could otherwise rewrite the screen).
 pub fn terminal_safe(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
@@ -37,11 +37,79 @@ pub fn terminal_safe(s: &str) -> String {
             }
         } else if c.is_control() {
             out.push(' ');
+        } else if matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+            // Bidirectional embeddings, overrides and isolates would reorder the rest of the
+            // row on screen (a name could show other figures than its own).
         } else {
             out.push(c);
         }
     }
     out
+}
+
+/// A writer that writes the C1 control characters (U+0080 to U+009F) of UTF-8 text as JSON
+/// escapes (`\u009b`). JSON needs only U+0000 to U+001F escaped, so a session name could carry
+/// a C1 CSI, which some terminals obey, straight through `--json` to the screen. Outside
+/// strings JSON is ASCII, so the change keeps every document's meaning. For JSON only: in CSV
+/// the escape would change the text.
+#[derive(Debug)]
+pub struct C1Escaped<W: std::io::Write> {
+    inner: W,
+    /// A `0xC2` lead byte whose continuation has not come yet.
+    held: bool,
+}
+
+impl<W: std::io::Write> C1Escaped<W> {
+    pub fn new(inner: W) -> Self {
+        C1Escaped { inner, held: false }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for C1Escaped<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut rest = buf;
+        if self.held {
+            let Some(&next) = rest.first() else { return Ok(0) };
+            self.held = false;
+            if (0x80..0xA0).contains(&next) {
+                write!(self.inner, "\\u{next:04x}")?;
+            } else {
+                self.inner.write_all(&[0xC2, next])?;
+            }
+            rest = &rest[1..];
+        }
+        while let Some(i) = memchr::memchr(0xC2, rest) {
+            self.inner.write_all(&rest[..i])?;
+            match rest.get(i + 1) {
+                Some(&next) if (0x80..0xA0).contains(&next) => write!(self.inner, "\\u{next:04x}")?,
+                Some(&next) => self.inner.write_all(&[0xC2, next])?,
+                None => {
+                    self.held = true;
+                    return Ok(buf.len());
+                }
+            }
+            rest = &rest[i + 2..];
+        }
+        self.inner.write_all(rest)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if std::mem::take(&mut self.held) {
+            // A lone lead byte at the end: not UTF-8, passed on as it came.
+            self.inner.write_all(&[0xC2])?;
+        }
+        self.inner.flush()
+    }
+}
+
+impl<W: std::io::Write> Drop for C1Escaped<W> {
+    fn drop(&mut self) {
+        if self.held {
+            // A lone lead byte at the end (never in UTF-8 text): passed on as it came.
+            let _ = self.inner.write_all(&[0xC2]);
+        }
+    }
 }
 
 /// Format a token count with thousands separators.
@@ -172,6 +240,23 @@ mod tests {
         assert_eq!(terminal_safe("x\u{1b}]0;title\u{7}y"), "xy");
         assert_eq!(terminal_safe("x\u{1b}]8;;http://e\u{1b}\\link"), "xlink");
         assert_eq!(terminal_safe("tab\there\r\n"), "tab here  ");
+        assert_eq!(terminal_safe("a\u{202e}cba\u{2066}x\u{2069}\u{9b}"), "acbax ");
+    }
+
+    #[test]
+    fn c1_controls_become_json_escapes_even_split_across_writes() {
+        use std::io::Write;
+        let text = serde_json::to_string(&serde_json::json!({"n": "a\u{9b}2J\u{85}é\u{a0}"})).unwrap();
+        for cut in 0..=text.len() {
+            let mut out = C1Escaped::new(Vec::new());
+            out.write_all(&text.as_bytes()[..cut]).unwrap();
+            out.write_all(&text.as_bytes()[cut..]).unwrap();
+            out.flush().unwrap();
+            let written = String::from_utf8(std::mem::take(&mut out.inner)).unwrap();
+            assert_eq!(written, "{\"n\":\"a\\u009b2J\\u0085é\u{a0}\"}");
+            let back: serde_json::Value = serde_json::from_str(&written).unwrap();
+            assert_eq!(back["n"], "a\u{9b}2J\u{85}é\u{a0}");
+        }
     }
 
     #[test]

@@ -93,11 +93,23 @@ pub fn footer(out: &mut impl Write, c: &Corpus) -> std::io::Result<()> {
             usd(c.naive_totals.cost),
         )?;
     }
-    writeln!(
+    // Files Pi would not load, apart from those pisa could not read (or that changed or went
+    // away while it did), which count with the folders and links it could not scan.
+    let status = |r: &&crate::corpus::RejectedFile| r.json["status"].as_str().unwrap_or("").to_string();
+    let count = |s: &str| c.rejected.iter().filter(|r| status(r) == s).count();
+    let (changed, gone) = (count("changed"), count("gone"));
+    write!(
         out,
         "{} rejected, {} damaged, {} unreadable",
-        c.rejected.len(),
+        count("rejected"),
         c.damaged(),
-        c.issues.len()
-    )
+        c.issues.len() + c.rejected.len() - count("rejected") - changed - gone,
+    )?;
+    if changed > 0 {
+        write!(out, ", {changed} changed while read")?;
+    }
+    if gone > 0 {
+        write!(out, ", {gone} gone")?;
+    }
+    writeln!(out)
 }

@@ -7,6 +7,7 @@
 
 pub mod source;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use crate::error::ScanIssue;
@@ -77,14 +78,22 @@ pub fn discover(roots: &[PathBuf]) -> Discovery {
             Ok(m) if m.is_file() => {
                 let rel = root
                     .file_name()
-                    .map_or_else(|| root.display().to_string(), |n| n.to_string_lossy().into_owned());
+                    .map_or_else(|| path_text(root), |n| name_text(n).into_owned());
                 d.files.push(FoundFile {
                     path: root.clone(),
                     rel,
                     size: m.len(),
                 });
             }
-            Ok(_) => walk(root, &mut d),
+            Ok(m) if m.is_dir() => walk(root, &mut d),
+            // A FIFO or a device given as a root: never opened.
+            Ok(m) => d.issues.push(ScanIssue::new(
+                root,
+                format!(
+                    "is {}, not a session file or folder: not read",
+                    source::kind_name(m.file_type())
+                ),
+            )),
         }
     }
     // Largest first; ties by path so the order is deterministic.
@@ -100,6 +109,14 @@ fn walk(root: &Path, d: &mut Discovery) {
                 let path = e.path().map_or_else(|| root.to_path_buf(), Path::to_path_buf);
                 let what = if e.loop_ancestor().is_some() {
                     "symlink loop".to_string()
+                } else if let Some(to) = broken_link(&path, &e) {
+                    format!("broken symlink: its target {} does not exist", path_text(&to))
+                } else if e.io_error().is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
+                    && std::fs::symlink_metadata(&path).is_err()
+                {
+                    "gone: removed while the scan listed its folder".to_string()
+                } else if let Some(io) = e.io_error() {
+                    format!("cannot read: {io}")
                 } else {
                     e.to_string()
                 };
@@ -107,7 +124,13 @@ fn walk(root: &Path, d: &mut Discovery) {
             }
             Ok(entry) => {
                 let ft = entry.file_type();
-                if !ft.is_file() || !entry.file_name().to_string_lossy().ends_with(".jsonl") {
+                if !entry.file_name().to_string_lossy().ends_with(".jsonl") || ft.is_dir() {
+                    continue;
+                }
+                if !ft.is_file() {
+                    // A FIFO or a device with a session file's name: never opened.
+                    let what = format!("is {}, not a regular file: not read", source::kind_name(ft));
+                    d.issues.push(ScanIssue::new(entry.path(), what));
                     continue;
                 }
                 let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
@@ -116,7 +139,7 @@ fn walk(root: &Path, d: &mut Discovery) {
                     .strip_prefix(root)
                     .unwrap_or(entry.path())
                     .components()
-                    .map(|c| c.as_os_str().to_string_lossy())
+                    .map(|c| name_text(c.as_os_str()))
                     .collect::<Vec<_>>()
                     .join("/");
                 d.files.push(FoundFile {
@@ -126,6 +149,38 @@ fn walk(root: &Path, d: &mut Discovery) {
                 });
             }
         }
+    }
+}
+
+/// The target of a symlink that points nowhere, when that is what `e` is about.
+fn broken_link(path: &Path, e: &walkdir::Error) -> Option<PathBuf> {
+    let missing = e.io_error()?.kind() == std::io::ErrorKind::NotFound;
+    let target = std::fs::read_link(path).ok()?;
+    (missing && std::fs::metadata(path).is_err()).then_some(target)
+}
+
+/// A file or folder name as text: itself when it is UTF-8; else each byte that is not part
+/// of valid UTF-8 becomes `\xNN` and a backslash `\\`, so names that differ in such bytes stay
+/// distinct (a lossy conversion would make them all `\u{FFFD}`) and output stays UTF-8.
+pub fn name_text(name: &OsStr) -> std::borrow::Cow<'_, str> {
+    if let Some(s) = name.to_str() {
+        return s.into();
+    }
+    let mut out = String::new();
+    for chunk in name.as_encoded_bytes().utf8_chunks() {
+        out.push_str(&chunk.valid().replace('\\', "\\\\"));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02X}"));
+        }
+    }
+    out.into()
+}
+
+/// A whole path as text, each component as [`name_text`] writes it.
+pub fn path_text(path: &Path) -> String {
+    match path.to_str() {
+        Some(s) => s.to_string(),
+        None => name_text(path.as_os_str()).into_owned(),
     }
 }
 
@@ -145,6 +200,26 @@ mod tests {
         let rels: Vec<_> = d.files.iter().map(|f| f.rel.as_str()).collect();
         assert_eq!(rels, ["--proj--/b.jsonl", "--proj--/a.jsonl"]);
         assert_eq!(d.issues.len(), 1);
+    }
+
+    /// Names that are not UTF-8 keep distinct, UTF-8 texts (a lossy conversion makes them
+    /// all `a\u{FFFD}.jsonl`).
+    #[cfg(unix)]
+    #[test]
+    fn names_that_are_not_utf8_stay_distinct() {
+        use std::os::unix::ffi::OsStrExt;
+        let names: [&[u8]; 5] = [
+            b"a\xff.jsonl",
+            b"a\xfe.jsonl",
+            b"a\xef\xbf\xbd.jsonl",
+            b"a\\xFF\xff",
+            b"ok",
+        ];
+        let texts: Vec<_> = names.iter().map(|n| name_text(OsStr::from_bytes(n))).collect();
+        assert_eq!(
+            texts,
+            ["a\\xFF.jsonl", "a\\xFE.jsonl", "a\u{FFFD}.jsonl", "a\\\\xFF\\xFF", "ok"]
+        );
     }
 
     #[cfg(unix)]

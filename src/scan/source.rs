@@ -6,26 +6,203 @@
 //! (a third of the parse profile). A map also raises SIGBUS when another process truncates
 //! the file under it, and Pi rewrites files when it migrates them; `read` just returns
 //! fewer bytes.
+//!
+//! Pi writes these files while pisa reads them. [`open`] never blocks (a FIFO or a device
+//! can take a session file's place between discovery and open) and [`read_steady`] notices
+//! a file that changed while it was read, reads it again once, and gives up on it rather
+//! than mixing old and new bytes.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
+use crate::Error;
+
 /// Bytes asked of each `read`: a piece that stays in a core's cache while it is parsed.
 pub const CHUNK: usize = 256 * 1024;
 
-/// Open a file for reading.
-pub fn open(path: &Path) -> Result<File, crate::Error> {
-    File::open(path).map_err(|cause| crate::Error::Read {
+/// Open a session file for reading without ever blocking, and make sure it is a regular file.
+///
+/// `O_NONBLOCK` makes opening a FIFO without a writer return at once (a blocking open would
+/// wait for a writer forever); the file type is checked on the open descriptor, as the path
+/// may name something else by now than what discovery saw. `O_NOCTTY` keeps a terminal
+/// device from becoming pisa's controlling terminal.
+pub fn open(path: &Path) -> Result<File, Error> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let failed = |cause: io::Error| match cause.kind() {
+        io::ErrorKind::NotFound => Error::Gone {
+            path: path.to_path_buf(),
+        },
+        _ => Error::Read {
+            path: path.to_path_buf(),
+            cause,
+        },
+    };
+    let file = options.open(path).map_err(failed)?;
+    let kind = file.metadata().map_err(failed)?.file_type();
+    if !kind.is_file() {
+        return Err(Error::NotAFile {
+            path: path.to_path_buf(),
+            kind: kind_name(kind),
+        });
+    }
+    #[cfg(unix)]
+    blocking(&file);
+    Ok(file)
+}
+
+/// Clear `O_NONBLOCK` on a regular file: Linux ignores it for local files, but a network or
+/// FUSE file system may honour it and answer a read with `EAGAIN`.
+#[cfg(unix)]
+fn blocking(file: &File) {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: `fcntl` with `F_GETFL`/`F_SETFL` and integer flags on a descriptor `file` owns
+    // and keeps open for the call; no memory is passed. A failure leaves the flag set, which
+    // is harmless on local files.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 && flags & libc::O_NONBLOCK != 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+}
+
+/// What a file that is not a regular file is, for a message.
+pub fn kind_name(kind: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() {
+        "a folder"
+    } else if kind.is_symlink() {
+        "a symlink"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// What `fstat` says of an open file: enough to tell that it was written to meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    pub len: u64,
+    /// Modification and status-change times, in nanoseconds.
+    pub modified: i128,
+    pub changed: i128,
+}
+
+impl Stamp {
+    /// The stamp of an open file.
+    pub fn of(file: &File) -> io::Result<Stamp> {
+        let m = file.metadata()?;
+        #[cfg(unix)]
+        let (modified, changed) = {
+            use std::os::unix::fs::MetadataExt;
+            let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+            (ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec()))
+        };
+        #[cfg(not(unix))]
+        let (modified, changed) = (0, 0);
+        Ok(Stamp {
+            len: m.len(),
+            modified,
+            changed,
+        })
+    }
+
+    /// How the file changed between this stamp (taken before a read), the `read` bytes the read
+    /// ended at, and `after` (taken after it); `None` when the read saw one unchanging file.
+    pub fn change(&self, read: u64, after: &Stamp) -> Option<String> {
+        if after.len != self.len {
+            Some(format!("{} bytes when opened, {} after the read", self.len, after.len))
+        } else if read != self.len {
+            Some(format!("{} bytes when opened, {} read", self.len, read))
+        } else if after != self {
+            Some(format!("written to during the read ({} bytes)", self.len))
+        } else {
+            None
+        }
+    }
+}
+
+/// Read an open file with `read` (which returns what it made of the file and the offset it
+/// read to) and check that the file did not change meanwhile: the same length, modification
+/// and status-change times before and after, and that length read. A file that changed is read
+/// once more from its start (`read` is called again; hand it no resume point then); a file that
+/// changes during that read too is [`Error::Changed`].
+///
+/// Timestamps have the kernel's clock-tick granularity, so a rewrite to the same length within
+/// one tick of the stamp can go unseen; Pi's appends and migrations change the length.
+pub fn read_steady<T>(
+    path: &Path,
+    file: &mut File,
+    mut read: impl FnMut(&mut File) -> io::Result<(T, u64)>,
+) -> Result<T, Error> {
+    let failed = |cause| Error::Read {
         path: path.to_path_buf(),
         cause,
+    };
+    debug_panic(path);
+    let mut what = String::new();
+    for attempt in 0..2 {
+        if attempt > 0 {
+            file.rewind().map_err(failed)?;
+        }
+        let before = Stamp::of(file).map_err(failed)?;
+        let (made, len) = read(file).map_err(failed)?;
+        let after = Stamp::of(file).map_err(failed)?;
+        match before.change(len, &after) {
+            None => return Ok(made),
+            Some(w) => what = w,
+        }
+    }
+    Err(Error::Changed {
+        path: path.to_path_buf(),
+        what,
     })
+}
+
+/// Debug builds only: panic on a file whose path contains `$PISA_DEBUG_PANIC_ON`, so that tests
+/// can prove a panic costs only its file (a worker's) or ends in one line (the main thread's).
+fn debug_panic(path: &Path) {
+    #[cfg(debug_assertions)]
+    if let Some(name) = std::env::var_os("PISA_DEBUG_PANIC_ON")
+        && !name.is_empty()
+        && path.to_string_lossy().contains(&*name.to_string_lossy())
+    {
+        panic!("PISA_DEBUG_PANIC_ON matched {}", path.display());
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = path;
 }
 
 /// Read `file` from `offset` to its end, `chunk` bytes at a time, handing whole lines to `lines`
 /// (each piece ends with `\n`; a line is never split). Returns the file's length as read and
 /// leaves its unterminated last line, if any, at the start of `buf` (`buf[..len - end of last
 /// newline]`). `buf` grows to hold the longest line and is reused by the caller.
+///
+/// The end is the length `fstat` gives when the read starts: a file appended to faster than
+/// pisa parses (a runaway writer) would otherwise keep the read going forever. Bytes appended
+/// meanwhile make [`read_steady`] read the file again.
 pub fn read_lines(
     file: &mut File,
     offset: u64,
@@ -36,20 +213,24 @@ pub fn read_lines(
     if offset > 0 {
         file.seek(SeekFrom::Start(offset))?;
     }
+    // At least one byte is asked for, so that a read error shows, as does a pseudo-file whose
+    // length says 0 (`/proc`): it reads as more than its length, a change.
+    let stop = file.metadata()?.len().max(offset + 1);
     let mut pos = offset;
     // Bytes at the start of `buf` not yet handed on: the start of a line.
     let mut held = 0usize;
-    loop {
+    while pos < stop {
         // Ask for at least `chunk` bytes, more when a long line already fills the buffer.
         let want = held.max(chunk);
         if buf.len() < held + want {
             buf.resize(held + want, 0);
         }
-        let n = match file.read(&mut buf[held..held + want]) {
+        let ask = want.min(usize::try_from(stop - pos).unwrap_or(usize::MAX));
+        let n = match file.read(&mut buf[held..held + ask]) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+            Err(e) => return Err(io::Error::new(e.kind(), format!("{e}, at byte {pos}"))),
         };
         pos += n as u64;
         let filled = held + n;
@@ -77,6 +258,107 @@ pub struct ReadEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A FIFO without a writer would block a plain open forever; a folder is no session file.
+    #[cfg(unix)]
+    #[test]
+    fn open_never_blocks_and_takes_only_regular_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("x.jsonl");
+        let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(status.success());
+        let err = open(&fifo).unwrap_err();
+        assert!(matches!(err, Error::NotAFile { kind: "a FIFO", .. }), "{err}");
+        let err = open(Path::new("/dev/null")).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::NotAFile {
+                    kind: "a character device",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(matches!(
+            open(dir.path()).unwrap_err(),
+            Error::NotAFile { kind: "a folder", .. }
+        ));
+        let err = open(&dir.path().join("gone.jsonl")).unwrap_err();
+        assert_eq!(err.status(), "gone", "{err}");
+        // A regular file is left blocking, as a plain open leaves it.
+        std::fs::write(dir.path().join("f.jsonl"), "x").unwrap();
+        let file = open(&dir.path().join("f.jsonl")).unwrap();
+        use std::os::fd::AsRawFd;
+        // SAFETY: F_GETFL on an open descriptor.
+        let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+        assert_eq!(flags & libc::O_NONBLOCK, 0);
+    }
+
+    /// A read ends at the length the file had when it started, however fast a writer appends.
+    #[test]
+    fn a_read_ends_at_the_length_it_started_with() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.jsonl");
+        std::fs::write(&path, "a\n".repeat(1000)).unwrap();
+        let mut writer = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let mut file = open(&path).unwrap();
+        let mut buf = Vec::new();
+        // Each piece handed on makes the file grow by more than the piece.
+        let end = read_lines(&mut file, 0, &mut buf, 64, |piece| {
+            writer.write_all(&b"b\n".repeat(piece.len())).unwrap();
+        })
+        .unwrap();
+        assert_eq!(end, ReadEnd { len: 2000, tail: 0 });
+    }
+
+    /// A file written to during the first read is read again; one written to during every
+    /// read is given up on, with what changed.
+    #[test]
+    fn a_file_that_changes_while_read_is_read_again_then_given_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.jsonl");
+        std::fs::write(&path, "a\n").unwrap();
+        let append = |text: &str| {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+        };
+        let read_all = |file: &mut File| -> io::Result<(Vec<u8>, u64)> {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)?;
+            let len = bytes.len() as u64;
+            Ok((bytes, len))
+        };
+        let mut calls = 0;
+        let mut file = open(&path).unwrap();
+        let bytes = read_steady(&path, &mut file, |file| {
+            calls += 1;
+            let read = read_all(file)?;
+            if calls == 1 {
+                append("b\n");
+            }
+            Ok(read)
+        })
+        .unwrap();
+        assert_eq!((calls, bytes.as_slice()), (2, b"a\nb\n".as_slice()));
+
+        let mut file = open(&path).unwrap();
+        let err = read_steady(&path, &mut file, |file| {
+            let read = read_all(file)?;
+            append("c\n");
+            Ok(read)
+        })
+        .unwrap_err();
+        assert_eq!(err.status(), "changed");
+        assert!(err.to_string().contains("bytes when opened"), "{err}");
+
+        // Bytes read that the length at open does not account for: truncated mid-read.
+        let mut file = open(&path).unwrap();
+        let err = read_steady(&path, &mut file, |file| Ok((read_all(file)?.0, 1))).unwrap_err();
+        assert!(err.to_string().contains("1 read"), "{err}");
+    }
 
     /// Every way of cutting a file into pieces hands on the same lines and the same tail.
     #[test]

@@ -9,3 +9,4 @@ mod cli;
 mod notebooks;
 mod oracle;
 mod properties;
+mod robust;
