@@ -866,3 +866,75 @@ fn copy_tree(from: &Path, to: &Path) {
         write(to, &rel.to_string_lossy(), &std::fs::read(&f).expect("read"));
     }
 }
+
+/// Regression: a usage field holding an array nested deeper than 64 levels printed pisa's
+/// placeholder for deep copies ("[nested too deeply]") into Pi's string sums, where
+/// JavaScript's `0 + [[[7]]]` gives "07"; and from about 3,150 levels (`Array#join`) or
+/// 4,100 (`JSON.stringify` in the estimate) Pi's code throws a RangeError, which pisa did
+/// not report.
+#[test]
+fn deep_arrays_in_usage_and_estimate_agree_with_the_oracle() {
+    let u = || user(r#""u""#, "null");
+    let deep_usage = |depth: usize, leaf: &str| {
+        let field = "[".repeat(depth) + leaf + &"]".repeat(depth);
+        format!(r#"{{"input":{field},"output":1,"cacheRead":0,"cacheWrite":0,"cost":{{"total":1}}}}"#)
+    };
+    let deep_args = |depth: usize| {
+        format!(
+            r#"[{{"type":"toolCall","id":"t","name":"bash","arguments":{{"x":{}}}}}]"#,
+            arrays(depth)
+        )
+    };
+    let tools = |depth: usize| {
+        format!(
+            r#"{{"type":"message","id":"s","parentId":"u","message":{{"role":"system","content":[{{"type":"text","text":"x"}}],"toolsAdded":{}}}}}"#,
+            arrays(depth)
+        )
+    };
+    let mut files = Vec::new();
+    for depth in [65, 100, 3000, 5000] {
+        for (leaf, kind) in [("", "empty"), ("7", "seven"), (r#"1,null,{"a":[2]},"s",true"#, "mixed")] {
+            let name: &'static str = format!("usage-{kind}-{depth}.jsonl").leak();
+            files.push((
+                name,
+                session(&[
+                    header(name),
+                    u(),
+                    answer(r#""a""#, r#""u""#, TEXT, &deep_usage(depth, leaf)),
+                ]),
+            ));
+        }
+    }
+    for depth in [3000, 5000] {
+        let name: &'static str = format!("arguments-{depth}.jsonl").leak();
+        files.push((
+            name,
+            session(&[
+                header(name),
+                u(),
+                answer(r#""a""#, r#""u""#, &deep_args(depth), USAGE),
+                EDIT.into(),
+            ]),
+        ));
+        let name: &'static str = format!("tools-added-{depth}.jsonl").leak();
+        files.push((
+            name,
+            session(&[
+                header(name),
+                u(),
+                tools(depth),
+                answer(r#""a""#, r#""s""#, TEXT, USAGE),
+                EDIT.into(),
+            ]),
+        ));
+    }
+    let dir = write_all(&files);
+    let a = agreement(dir.path());
+    assert_eq!(a.compared, files.len(), "the oracle reports every file");
+    assert!(
+        a.failures.is_empty(),
+        "pisa disagrees with the oracle on {} file(s):\n{}",
+        a.failures.len(),
+        a.failures.join("\n")
+    );
+}
