@@ -938,3 +938,84 @@ fn deep_arrays_in_usage_and_estimate_agree_with_the_oracle() {
         a.failures.join("\n")
     );
 }
+
+/// Peak resident memory of a running child, polled from `/proc` until it exits (Linux).
+fn run_measured(cmd: &mut std::process::Command) -> (std::process::Output, Duration, Option<u64>) {
+    let started = Instant::now();
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let status_file = format!("/proc/{}/status", child.id());
+    let stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || std::io::read_to_string(stdout).expect("read stdout"));
+    let mut peak_kb = None;
+    while child.try_wait().expect("wait").is_none() {
+        if let Ok(status) = std::fs::read_to_string(&status_file)
+            && let Some(kb) = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak_kb = Some(peak_kb.unwrap_or(0).max(kb));
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "pisa hangs on a huge line"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let elapsed = started.elapsed();
+    let stdout = reader.join().expect("reader");
+    let out = child.wait_with_output().expect("output");
+    (
+        std::process::Output {
+            stdout: stdout.into_bytes(),
+            ..out
+        },
+        elapsed,
+        peak_kb.map(|kb| kb * 1024),
+    )
+}
+
+/// A tool result of 110 MB on one line, counted by the chars/4 estimate: the figures equal
+/// the oracle's, in bounded time and memory (measured: about 2.5 times the line).
+#[test]
+fn a_line_of_110_mb_agrees_with_the_oracle_in_bounded_memory() {
+    let big = "x".repeat(110 << 20);
+    let tool_result = format!(
+        r#"{{"type":"message","id":"t","parentId":"a","message":{{"role":"toolResult","toolCallId":"t","toolName":"bash","content":[{{"type":"text","text":"{big}"}}],"isError":false}}}}"#
+    );
+    drop(big);
+    let call = r#"[{"type":"toolCall","id":"t","name":"bash","arguments":{"c":"ls"}}]"#;
+    let edit = r#"{"type":"context_edit","id":"e","parentId":"t","targetId":"zz","replacement":null}"#;
+    let bytes = session(&[
+        header("huge"),
+        user(r#""u""#, "null"),
+        answer(r#""a""#, r#""u""#, call, USAGE),
+        tool_result,
+        edit.into(),
+    ]);
+    let size = bytes.len() as u64;
+    let dir = write_all(&[("huge-line.jsonl", bytes)]);
+    let bin = std::env::var_os("CARGO_BIN_EXE_pisa").expect("the pisa binary");
+    let (out, elapsed, peak) = run_measured(
+        std::process::Command::new(bin)
+            .env("PISA_NO_CACHE", "1")
+            .args(["sessions", "--json", "--quiet"])
+            .arg(dir.path()),
+    );
+    assert!(
+        out.status.success(),
+        "pisa failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("a {size}-byte line: {elapsed:?}, peak RSS {peak:?} bytes");
+    if let Some(peak) = peak {
+        assert!(peak < 4 * size, "peak RSS {peak} for a {size}-byte file");
+    }
+    let a = agreement(dir.path());
+    assert_eq!(a.compared, 1);
+    assert!(a.failures.is_empty(), "{}", a.failures.join("\n"));
+}
