@@ -85,9 +85,9 @@ fn js_len(v: Option<V<'_, '_>>) -> Chars {
 }
 
 /// Length of `String(x)` as `Array#join` writes an element: `null` as "", numbers and
-/// booleans as JavaScript prints them, objects as `[object Object]`, arrays joined by `,`.
-/// `None` past a nesting of 32 (pisa does not follow further).
-fn js_join_len(v: V<'_, '_>, marks: Marks, depth: u32) -> Option<u64> {
+/// booleans as JavaScript prints them, objects as `[object Object]`, arrays joined by `,` at
+/// any depth. `None` where V8's recursive join throws (see [`js::array_to_string`]).
+fn js_join_len(v: V<'_, '_>, marks: Marks) -> Option<u64> {
     let n = node(v);
     match n {
         Node::String(s) => Some(utf16_len(s)),
@@ -95,15 +95,7 @@ fn js_join_len(v: V<'_, '_>, marks: Marks, depth: u32) -> Option<u64> {
         Node::Static(StaticNode::Bool(b)) => Some(if b { 4 } else { 5 }),
         Node::Static(_) => marks.node_num(&n).map(|f| js::number_to_string(f).len() as u64),
         Node::Object { .. } => Some(15),
-        Node::Array { len, .. } if depth < 32 => {
-            let items: Option<u64> = v
-                .as_array()?
-                .iter()
-                .map(|item| js_join_len(item, marks, depth + 1))
-                .sum();
-            items.map(|t| t + len.saturating_sub(1) as u64)
-        }
-        Node::Array { .. } => None,
+        Node::Array { .. } => js::array_to_string(v, marks).map(|s| utf16_len(&s)),
     }
 }
 
@@ -170,7 +162,7 @@ pub fn content_chars(v: Option<V<'_, '_>>, marks: Marks) -> ContentChars {
                                 let n = utf16_len(s);
                                 (Some(n as f64), Some(n))
                             }
-                            _ => (js_len(text_v), text_v.map_or(Some(0), |tv| js_join_len(tv, marks, 0))),
+                            _ => (js_len(text_v), text_v.map_or(Some(0), |tv| js_join_len(tv, marks))),
                         };
                         // estimateTextAndImageContentChars: `block.text &&` guards the length.
                         if text_v.is_some_and(truthy) {

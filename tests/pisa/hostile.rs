@@ -1019,3 +1019,32 @@ fn a_line_of_110_mb_agrees_with_the_oracle_in_bounded_memory() {
     assert_eq!(a.compared, 1);
     assert!(a.failures.is_empty(), "{}", a.failures.join("\n"));
 }
+
+/// Regression: the length of a text block whose `text` is an array (`contentText` joins it)
+/// was given up past 32 levels, so a system message nested 40 deep made pisa report that Pi
+/// throws, where Pi counts it (and throws only past `Array#join`'s stack, about 3,150 levels).
+#[test]
+fn system_text_arrays_deeper_than_32_agree_with_the_oracle() {
+    let mut files = Vec::new();
+    for depth in [10, 40, 3000, 5000] {
+        let text = "[".repeat(depth) + r#""abc",1"# + &"]".repeat(depth);
+        let system = format!(
+            r#"{{"type":"message","id":"s","parentId":"u","message":{{"role":"system","content":[{{"type":"text","text":{text}}}],"timestamp":1}}}}"#
+        );
+        let name: &'static str = format!("system-text-{depth}.jsonl").leak();
+        files.push((
+            name,
+            session(&[
+                header(name),
+                user(r#""u""#, "null"),
+                system,
+                answer(r#""a""#, r#""s""#, TEXT, USAGE),
+                EDIT.into(),
+            ]),
+        ));
+    }
+    let dir = write_all(&files);
+    let a = agreement(dir.path());
+    assert_eq!(a.compared, files.len());
+    assert!(a.failures.is_empty(), "{}", a.failures.join("\n"));
+}
