@@ -473,7 +473,10 @@ pub const MAX_JOIN_DEPTH: usize = 3_100;
 /// Whether a tape value nests deeper than `limit` levels of arrays and objects, without
 /// recursion. A value of fewer nodes than `limit` cannot, so the usual case costs nothing.
 pub fn nests_deeper_than(v: TapeValue<'_, '_>, limit: usize) -> bool {
-    let all = tape_nodes(v);
+    nodes_nest_deeper_than(tape_nodes(v), limit)
+}
+
+fn nodes_nest_deeper_than(all: &[Node<'_>], limit: usize) -> bool {
     let nodes = &all[..subtree_size(&all[0])];
     if nodes.len() <= limit {
         return false;
@@ -503,10 +506,14 @@ pub fn stringify_len_checked(v: TapeValue<'_, '_>, marks: Marks) -> Option<u64> 
 /// recursion and at any depth: `null` elements print as "", objects as `[object Object]`.
 /// `None` where V8's recursive join throws on the nesting.
 pub fn array_to_string(v: TapeValue<'_, '_>, marks: Marks) -> Option<String> {
-    if nests_deeper_than(v, MAX_JOIN_DEPTH) {
+    join_nodes(tape_nodes(v), marks)
+}
+
+/// [`array_to_string`] of the array at `all[0]`.
+fn join_nodes(all: &[Node<'_>], marks: Marks) -> Option<String> {
+    if nodes_nest_deeper_than(all, MAX_JOIN_DEPTH) {
         return None;
     }
-    let all = tape_nodes(v);
     let end = subtree_size(&all[0]);
     let mut out = String::new();
     // Per open array: elements still to come, and whether the next one is the first.
@@ -547,7 +554,7 @@ pub fn tape_nodes<'t, 'i>(v: TapeValue<'t, 'i>) -> &'t [Node<'i>] {
     unsafe { std::mem::transmute::<TapeValue<'t, 'i>, &'t [Node<'i>]>(v) }
 }
 
-/// Nesting beyond which [`to_json`] stops copying (a placeholder string stands for the rest):
+/// Nesting beyond which [`to_json`] stops copying (a stand-in keeps `String(value)` exact):
 /// owned JSON values are built, printed and dropped recursively.
 pub const MAX_COPY_DEPTH: usize = 64;
 
@@ -562,8 +569,17 @@ fn nodes_to_json(nodes: &[Node<'_>], pos: &mut usize, marks: Marks, depth: usize
     use serde_json::Value as J;
     let node = nodes[*pos];
     if depth >= MAX_COPY_DEPTH && matches!(node, Node::Array { .. } | Node::Object { .. }) {
+        // What stands for the rest keeps `String(value)` of every enclosing array exact
+        // (Pi builds grouping keys such as `provider/model` with it): an array becomes the
+        // string its `Array#join` makes, an object an empty object ("[object Object]").
+        let stand_in = match node {
+            Node::Array { .. } => {
+                join_nodes(&nodes[*pos..], marks).map_or_else(|| J::String("[nested too deeply]".into()), J::String)
+            }
+            _ => J::Object(serde_json::Map::new()),
+        };
         *pos += subtree_size(&node);
-        return J::String("[nested too deeply]".into());
+        return stand_in;
     }
     *pos += 1;
     match node {

@@ -1048,3 +1048,31 @@ fn system_text_arrays_deeper_than_32_agree_with_the_oracle() {
     assert_eq!(a.compared, files.len());
     assert!(a.failures.is_empty(), "{}", a.failures.join("\n"));
 }
+
+/// Regression: pisa copies values only 64 levels deep and put a placeholder string below;
+/// a `provider`, `model` or `kind` that is an array nested deeper then gave the grouping key
+/// "[nested too deeply]/[nested too deeply]" where Pi's `${provider}/${model}` gives "p/p".
+/// (Values nested past 64 levels are still echoed shortened, e.g. in `model`.)
+#[test]
+fn grouping_keys_from_arrays_nested_past_64_levels_agree_with_the_oracle() {
+    let mut files = Vec::new();
+    for depth in [70, 200] {
+        let arr = "[".repeat(depth) + r#""p",[1,null]"# + &"]".repeat(depth);
+        let warm = format!(
+            r#"{{"type":"usage","id":"w","parentId":"u","kind":{arr},"provider":{arr},"model":{arr},"usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"cost":{{"total":1}}}}}}"#
+        );
+        let asked = format!(
+            r#"{{"type":"message","id":"a","parentId":"w","timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"assistant","content":[],"provider":{arr},"model":"m","responseModel":{arr},"usage":{USAGE},"stopReason":"stop"}}}}"#
+        );
+        let back = r#"{"type":"model_change","id":"m","parentId":"a","provider":"p","modelId":"m"}"#;
+        let name: &'static str = format!("deep-keys-{depth}.jsonl").leak();
+        files.push((
+            name,
+            session(&[header(name), user(r#""u""#, "null"), warm, asked, back.into()]),
+        ));
+    }
+    let dir = write_all(&files);
+    let a = agreement(dir.path());
+    assert_eq!(a.compared, files.len());
+    assert!(a.failures.is_empty(), "{}", a.failures.join("\n"));
+}
