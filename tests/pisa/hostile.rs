@@ -259,6 +259,14 @@ fn neighbours_alone() -> &'static Vec<Map<String, Value>> {
     })
 }
 
+/// Cases per property: `default`, or `$PISA_HOSTILE_CASES` for a longer run by hand or in CI.
+fn cases(default: u32) -> u32 {
+    std::env::var("PISA_HOSTILE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 fn write(root: &Path, rel: &str, bytes: &[u8]) {
     let p = root.join(rel);
     std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
@@ -266,7 +274,7 @@ fn write(root: &Path, rel: &str, bytes: &[u8]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(96), failure_persistence: None, ..ProptestConfig::default() })]
 
     /// Mutants of real files (byte flips, cuts, shuffles, duplicates, id collisions, parent
     /// loops) go through every stage without a panic, in bounded time, and with sane counts.
@@ -290,7 +298,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(24), failure_persistence: None, ..ProptestConfig::default() })]
 
     /// A mutated file beside untouched sessions changes none of their own figures.
     #[test]
