@@ -165,14 +165,16 @@ fn exit_code(corpus: &Corpus) -> ExitCode {
     }
 }
 
-/// Rejected, unreadable and damaged files on stderr, one line each.
+/// Rejected, unreadable and damaged files on stderr, one line each: a reason can quote the
+/// file (the type of its first entry) and a name can hold anything, so both are made safe.
 fn list_skipped(corpus: &Corpus) {
+    let safe = |s: &dyn std::fmt::Display| report::terminal_safe(&s.to_string());
     {
         for r in &corpus.rejected {
-            eprintln!("pisa: skipped {}: {}", r.path.display(), r.reason);
+            eprintln!("pisa: skipped {}: {}", safe(&r.path.display()), safe(&r.reason));
         }
         for i in &corpus.issues {
-            eprintln!("pisa: cannot scan {}: {}", i.path.display(), i.reason);
+            eprintln!("pisa: cannot scan {}: {}", safe(&i.path.display()), safe(&i.reason));
         }
         for s in corpus.sessions.iter().filter(|s| s.damaged) {
             let object = s.object();
@@ -181,12 +183,15 @@ fn list_skipped(corpus: &Corpus) {
             match first {
                 Some(f) => eprintln!(
                     "pisa: damaged {}: line {} (byte {}): {}",
-                    s.path.display(),
+                    safe(&s.path.display()),
                     f["line"],
                     f["offset"],
                     f["reason"].as_str().unwrap_or("")
                 ),
-                None => eprintln!("pisa: damaged {}: parent loop cut on the active path", s.path.display()),
+                None => eprintln!(
+                    "pisa: damaged {}: parent loop cut on the active path",
+                    safe(&s.path.display())
+                ),
             }
         }
     }
@@ -350,7 +355,12 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
                 serde_json::to_writer_pretty(&mut out, &report::json::rejected_json(&rel, &stats, &reason))?;
                 writeln!(out)?;
             } else {
-                writeln!(out, "{}: {}", report::terminal_safe(&rel), reason.message())?;
+                writeln!(
+                    out,
+                    "{}: {}",
+                    report::terminal_safe(&rel),
+                    report::terminal_safe(&reason.message())
+                )?;
             }
             ExitCode::from(2)
         }

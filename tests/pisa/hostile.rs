@@ -1120,3 +1120,34 @@ fn grouping_keys_from_arrays_nested_past_64_levels_agree_with_the_oracle() {
     assert_eq!(a.compared, files.len());
     assert!(a.failures.is_empty(), "{}", a.failures.join("\n"));
 }
+
+/// Regression: a rejection reason quotes the type of the file's first entry, and it reached
+/// stderr as written: a newline split the one-line reason and an escape sequence reached the
+/// terminal (`{"type":"x\ny\u001b[31mRED"}`).
+#[test]
+fn rejection_reasons_quoting_the_file_stay_one_safe_line() {
+    let evil = r#"{"type":"x\ny\u001b[31mRED\u001b]0;title\u0007","id":"s"}"#.to_string() + "\n";
+    let dir = write_all(&[
+        ("evil.jsonl", evil.into_bytes()),
+        ("good.jsonl", session(&[header("g"), user(r#""u""#, "null")])),
+    ]);
+    let (code, _, err) = crate::support::pisa(&["sessions", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("evil.jsonl")).collect();
+    assert_eq!(lines.len(), 1, "one line per rejected file: {err:?}");
+    assert!(
+        lines[0].contains("not a Pi session") && lines[0].contains("RED"),
+        "{err:?}"
+    );
+    assert!(
+        !err.contains('\u{1b}') && !err.contains('\u{7}'),
+        "no escape sequence reaches the terminal: {err:?}"
+    );
+    let file = dir.path().join("evil.jsonl");
+    let (_, out, _) = crate::support::pisa(&["inspect", file.to_str().unwrap()]);
+    assert!(out.contains("not a Pi session"), "{out:?}");
+    assert!(
+        !out.contains('\u{1b}') && out.trim_end().lines().count() == 1,
+        "inspect says it on one safe line: {out:?}"
+    );
+}
