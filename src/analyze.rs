@@ -198,7 +198,7 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
         .or(proj.pi_error)
         .or(estimate
             .unknown
-            .then_some("the context estimate reads a missing field (throws or NaN)"))
+            .then_some("the context estimate reads a missing field or JSON nested too deeply (throws or NaN)"))
         .or(effects.iter().find_map(|e| e.pi_error))
         .or(effects
             .iter()

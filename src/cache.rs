@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::parse::Prefix;
 
 /// Bump on any change to a cached type or to what pisa computes from a file.
-pub const FORMAT: u32 = 5;
+pub const FORMAT: u32 = 6;
 const MAGIC: &[u8; 8] = b"pisa\x00cch";
 /// Bytes hashed at each end of a file.
 const PROBE: u64 = 4096;
@@ -76,7 +76,7 @@ fn hash(bytes: &[u8]) -> u64 {
 impl Stamp {
     /// The stamp of a file of `meta.size` bytes, read from its two ends.
     pub fn of(meta: Meta, file: &File) -> std::io::Result<Stamp> {
-        let (head, tail) = probes(file, meta.size)?;
+        let (head, tail) = crate::scan::source::end_hashes(file, meta.size, PROBE)?;
         Ok(Stamp {
             size: meta.size,
             mtime_ns: meta.mtime_ns,
@@ -112,20 +112,8 @@ impl Stamp {
 
     /// Whether the file's bytes at both ends of the old length are those this stamp saw.
     pub fn same_ends(&self, file: &File) -> std::io::Result<bool> {
-        Ok(probes(file, self.size)? == (self.head, self.tail))
+        Ok(crate::scan::source::end_hashes(file, self.size, PROBE)? == (self.head, self.tail))
     }
-}
-
-/// Hashes of the first and the last `min(size, PROBE)` bytes of the first `size` bytes.
-fn probes(file: &File, size: u64) -> std::io::Result<(u64, u64)> {
-    use std::os::unix::fs::FileExt;
-    let probe = size.min(PROBE);
-    let mut buf = [0u8; PROBE as usize];
-    let buf = &mut buf[..probe as usize];
-    file.read_exact_at(buf, 0)?;
-    let head = hash(buf);
-    file.read_exact_at(buf, size - probe)?;
-    Ok((head, hash(buf)))
 }
 
 /// How a file relates to its cached stamp.

@@ -460,6 +460,93 @@ pub fn stringify_len(v: TapeValue<'_, '_>, marks: Marks) -> u64 {
     total - dead_len - 2 * removed_pairs
 }
 
+/// Nesting beyond which V8's recursive `JSON.stringify` overflows its stack and throws a
+/// `RangeError` (Node 20 with its default stack: 4,104 levels at the top of a script; Pi calls
+/// it a few frames deeper). The exact limit depends on the stack, so pisa draws the line a
+/// little lower and reports Pi's failure from there on.
+pub const MAX_STRINGIFY_DEPTH: usize = 4_000;
+
+/// The same for `Array#join`, which `String(array)` and `total += array` call recursively
+/// (3,157 levels measured).
+pub const MAX_JOIN_DEPTH: usize = 3_100;
+
+/// Whether a tape value nests deeper than `limit` levels of arrays and objects, without
+/// recursion. A value of fewer nodes than `limit` cannot, so the usual case costs nothing.
+pub fn nests_deeper_than(v: TapeValue<'_, '_>, limit: usize) -> bool {
+    nodes_nest_deeper_than(tape_nodes(v), limit)
+}
+
+fn nodes_nest_deeper_than(all: &[Node<'_>], limit: usize) -> bool {
+    let nodes = &all[..subtree_size(&all[0])];
+    if nodes.len() <= limit {
+        return false;
+    }
+    // Positions where each open container ends.
+    let mut open: Vec<usize> = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        while open.last().is_some_and(|&end| end <= i) {
+            open.pop();
+        }
+        if let Node::Array { .. } | Node::Object { .. } = n {
+            open.push(i + subtree_size(n));
+            if open.len() > limit {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// `JSON.stringify(v).length`, or `None` where V8's `JSON.stringify` throws on the nesting.
+pub fn stringify_len_checked(v: TapeValue<'_, '_>, marks: Marks) -> Option<u64> {
+    (!nests_deeper_than(v, MAX_STRINGIFY_DEPTH)).then(|| stringify_len(v, marks))
+}
+
+/// `String(array)` (`Array#join(",")` all the way down) of an array on a tape, without
+/// recursion and at any depth: `null` elements print as "", objects as `[object Object]`.
+/// `None` where V8's recursive join throws on the nesting.
+pub fn array_to_string(v: TapeValue<'_, '_>, marks: Marks) -> Option<String> {
+    join_nodes(tape_nodes(v), marks)
+}
+
+/// [`array_to_string`] of the array at `all[0]`.
+fn join_nodes(all: &[Node<'_>], marks: Marks) -> Option<String> {
+    if nodes_nest_deeper_than(all, MAX_JOIN_DEPTH) {
+        return None;
+    }
+    let end = subtree_size(&all[0]);
+    let mut out = String::new();
+    // Per open array: elements still to come, and whether the next one is the first.
+    let mut open: Vec<(usize, bool)> = Vec::new();
+    let mut i = 0;
+    while i < end {
+        if let Some((left, first)) = open.last_mut() {
+            if !*first {
+                out.push(',');
+            }
+            *first = false;
+            *left -= 1;
+        }
+        let n = all[i];
+        i += 1;
+        match n {
+            Node::Array { len, .. } => open.push((len, true)),
+            Node::Object { .. } => {
+                out.push_str("[object Object]");
+                i += subtree_size(&n) - 1;
+            }
+            Node::String(s) => out.push_str(s),
+            Node::Static(StaticNode::Null) => {}
+            Node::Static(StaticNode::Bool(b)) => out.push_str(if b { "true" } else { "false" }),
+            Node::Static(_) => out.push_str(&number_to_string(marks.node_num(&n).unwrap_or(f64::NAN))),
+        }
+        while open.last().is_some_and(|&(left, _)| left == 0) {
+            open.pop();
+        }
+    }
+    Some(out)
+}
+
 /// The nodes of a tape value (the value and everything nested in it).
 pub fn tape_nodes<'t, 'i>(v: TapeValue<'t, 'i>) -> &'t [Node<'i>] {
     // SAFETY: `tape::Value` is `#[repr(transparent)]` over `&'t [Node<'i>]`; simd-json exposes
@@ -467,7 +554,7 @@ pub fn tape_nodes<'t, 'i>(v: TapeValue<'t, 'i>) -> &'t [Node<'i>] {
     unsafe { std::mem::transmute::<TapeValue<'t, 'i>, &'t [Node<'i>]>(v) }
 }
 
-/// Nesting beyond which [`to_json`] stops copying (a placeholder string stands for the rest):
+/// Nesting beyond which [`to_json`] stops copying (a stand-in keeps `String(value)` exact):
 /// owned JSON values are built, printed and dropped recursively.
 pub const MAX_COPY_DEPTH: usize = 64;
 
@@ -482,8 +569,17 @@ fn nodes_to_json(nodes: &[Node<'_>], pos: &mut usize, marks: Marks, depth: usize
     use serde_json::Value as J;
     let node = nodes[*pos];
     if depth >= MAX_COPY_DEPTH && matches!(node, Node::Array { .. } | Node::Object { .. }) {
+        // What stands for the rest keeps `String(value)` of every enclosing array exact
+        // (Pi builds grouping keys such as `provider/model` with it): an array becomes the
+        // string its `Array#join` makes, an object an empty object ("[object Object]").
+        let stand_in = match node {
+            Node::Array { .. } => {
+                join_nodes(&nodes[*pos..], marks).map_or_else(|| J::String("[nested too deeply]".into()), J::String)
+            }
+            _ => J::Object(serde_json::Map::new()),
+        };
         *pos += subtree_size(&node);
-        return J::String("[nested too deeply]".into());
+        return stand_in;
     }
     *pos += 1;
     match node {
@@ -558,7 +654,8 @@ impl JsVal {
             Node::Static(StaticNode::Bool(b)) => JsVal::Bool(b),
             Node::Static(_) => JsVal::Num(marks.node_num(n).unwrap_or(f64::NAN)),
             Node::Object { .. } => JsVal::Str("[object Object]".into()),
-            Node::Array { .. } => JsVal::Str(js_string_of(&Some(to_json(v, marks))).into()),
+            // Too deep for V8's join: the caller reports Pi's RangeError (see `array_to_string`).
+            Node::Array { .. } => JsVal::Str(array_to_string(v, marks).unwrap_or_default().into()),
         }
     }
 
@@ -784,6 +881,36 @@ mod tests {
             stringify_num_len(99999999999999990.0),
             number_to_string(99999999999999990.0).len() as u64
         );
+    }
+
+    #[test]
+    fn deep_arrays_convert_to_strings_like_array_join() {
+        let deep = |n: usize, leaf: &str| "[".repeat(n) + leaf + &"]".repeat(n);
+        for (text, expected) in [
+            ("[]".to_string(), Some(String::new())),
+            (
+                r#"[1,null,[2,[true,"s"]],{"a":[3]},[],[[]]]"#.to_string(),
+                Some("1,,2,true,s,[object Object],,".to_string()),
+            ),
+            (deep(100, "7"), Some("7".to_string())),
+            (deep(3000, "[1],[2]"), Some("1,2".to_string())),
+            (deep(MAX_JOIN_DEPTH + 1, ""), None),
+        ] {
+            let mut bytes = text.clone().into_bytes();
+            let mut buffers = simd_json::Buffers::with_max_depth(1024, usize::MAX);
+            let tape = simd_json::to_tape_with_buffers(&mut bytes, &mut buffers).unwrap();
+            assert_eq!(
+                array_to_string(tape.as_value(), Marks::default()),
+                expected,
+                "{}",
+                &text[..text.len().min(40)]
+            );
+        }
+        let mut bytes = deep(MAX_STRINGIFY_DEPTH + 1, "").into_bytes();
+        let mut buffers = simd_json::Buffers::with_max_depth(1024, usize::MAX);
+        let tape = simd_json::to_tape_with_buffers(&mut bytes, &mut buffers).unwrap();
+        assert_eq!(stringify_len_checked(tape.as_value(), Marks::default()), None);
+        assert!(!nests_deeper_than(tape.as_value(), MAX_STRINGIFY_DEPTH + 1));
     }
 
     #[test]

@@ -187,7 +187,8 @@ fn exit_code(corpus: &Corpus) -> ExitCode {
     }
 }
 
-/// Rejected, unreadable and damaged files on stderr, one line each.
+/// Rejected, unreadable and damaged files on stderr, one line each: a reason can quote the
+/// file (the type of its first entry) and a name can hold anything, so both are made safe.
 fn list_skipped(corpus: &Corpus) {
     let path = pisa::scan::path_text;
     for r in &corpus.rejected {

@@ -277,7 +277,8 @@ pub struct SystemInfo {
     pub tools_added: Vec<(Key, u64)>,
     /// `toolsRemoved`: tool names.
     pub tools_removed: Vec<Key>,
-    /// Replaying the tools would throw (`toolsAdded` not iterable, or a `null` tool).
+    /// Replaying the tools would throw (`toolsAdded` not iterable, a `null` tool, or a tool
+    /// nested too deeply for `JSON.stringify`).
     pub tools_throw: bool,
     /// The message's `timestamp` field: absent, `null`, or a value.
     pub timestamp: Presence,
@@ -314,6 +315,9 @@ pub struct Usage {
     /// as written, when one of them is present but not a number: Pi's sums then follow
     /// JavaScript's `+` (a string concatenates). `None` in the normal case.
     pub odd: Option<Box<[JsVal; 6]>>,
+    /// A field Pi adds up is an array nested deeper than V8's `Array#join` can go: Pi's
+    /// `total += usage.field` throws a `RangeError`.
+    pub join_throws: bool,
 }
 
 /// Indexes into [`Usage::operand`].

@@ -85,9 +85,9 @@ fn js_len(v: Option<V<'_, '_>>) -> Chars {
 }
 
 /// Length of `String(x)` as `Array#join` writes an element: `null` as "", numbers and
-/// booleans as JavaScript prints them, objects as `[object Object]`, arrays joined by `,`.
-/// `None` past a nesting of 32 (pisa does not follow further).
-fn js_join_len(v: V<'_, '_>, marks: Marks, depth: u32) -> Option<u64> {
+/// booleans as JavaScript prints them, objects as `[object Object]`, arrays joined by `,` at
+/// any depth. `None` where V8's recursive join throws (see [`js::array_to_string`]).
+fn js_join_len(v: V<'_, '_>, marks: Marks) -> Option<u64> {
     let n = node(v);
     match n {
         Node::String(s) => Some(utf16_len(s)),
@@ -95,15 +95,7 @@ fn js_join_len(v: V<'_, '_>, marks: Marks, depth: u32) -> Option<u64> {
         Node::Static(StaticNode::Bool(b)) => Some(if b { 4 } else { 5 }),
         Node::Static(_) => marks.node_num(&n).map(|f| js::number_to_string(f).len() as u64),
         Node::Object { .. } => Some(15),
-        Node::Array { len, .. } if depth < 32 => {
-            let items: Option<u64> = v
-                .as_array()?
-                .iter()
-                .map(|item| js_join_len(item, marks, depth + 1))
-                .sum();
-            items.map(|t| t + len.saturating_sub(1) as u64)
-        }
-        Node::Array { .. } => None,
+        Node::Array { .. } => js::array_to_string(v, marks).map(|s| utf16_len(&s)),
     }
 }
 
@@ -170,7 +162,7 @@ pub fn content_chars(v: Option<V<'_, '_>>, marks: Marks) -> ContentChars {
                                 let n = utf16_len(s);
                                 (Some(n as f64), Some(n))
                             }
-                            _ => (js_len(text_v), text_v.map_or(Some(0), |tv| js_join_len(tv, marks, 0))),
+                            _ => (js_len(text_v), text_v.map_or(Some(0), |tv| js_join_len(tv, marks))),
                         };
                         // estimateTextAndImageContentChars: `block.text &&` guards the length.
                         if text_v.is_some_and(truthy) {
@@ -187,7 +179,10 @@ pub fn content_chars(v: Option<V<'_, '_>>, marks: Marks) -> ContentChars {
                     }
                     Some("toolCall") => {
                         let name = js_len(name_v);
-                        let args = args_v.map(|a| js::stringify_len(a, marks) as f64);
+                        // `None` (Pi throws) where JSON.stringify cannot go that deep.
+                        let args = args_v
+                            .and_then(|a| js::stringify_len_checked(a, marks))
+                            .map(|n| n as f64);
                         assistant = assistant.zip(name).zip(args).map(|((a, n), g)| a + n + g);
                     }
                     _ => {}
@@ -240,6 +235,7 @@ pub fn usage_of(v: V<'_, '_>, marks: Marks) -> Option<Usage> {
         cost_cache_write: f64::NAN,
         cost_total: f64::NAN,
         odd: None,
+        join_throws: false,
     };
     let mut cost_total = None;
     // `usage.cost.total` throws only on `undefined` or `null`; `"".total` is just undefined.
@@ -264,6 +260,10 @@ pub fn usage_of(v: V<'_, '_>, marks: Marks) -> Option<Usage> {
     let not_a_number = |v: &Option<V<'_, '_>>| v.is_some_and(|v| number(v, marks).is_none());
     if summed.iter().any(not_a_number) {
         u.odd = Some(Box::new(summed.map(|v| js::JsVal::from_tape(v, marks))));
+        u.join_throws = [input, output, cr, cw, cost_total]
+            .iter()
+            .flatten()
+            .any(|v| js::nests_deeper_than(*v, js::MAX_JOIN_DEPTH));
     }
     Some(u)
 }
@@ -371,7 +371,9 @@ fn system_info(
         }
     }
     if let Some(t) = tools_added.filter(|t| truthy(*t)) {
-        chars = chars.map(|c| c + js::stringify_len(t, marks) as f64);
+        chars = chars
+            .zip(js::stringify_len_checked(t, marks))
+            .map(|(c, n)| c + n as f64);
     }
     let mut ctx = LineCtx {
         marks,
@@ -380,7 +382,11 @@ fn system_info(
     // getCurrentTools: `for (const tool of message.toolsAdded ?? [])`, keyed by `tool.name`.
     for tool in js_iter(tools_added, &mut info.tools_throw) {
         let (name, len) = match tool {
-            Iterated::Value(t) => (key_of(t.get("name"), &mut ctx), js::stringify_len(t, marks)),
+            Iterated::Value(t) => {
+                // Replayed inside an array: one level more for JSON.stringify.
+                info.tools_throw |= js::nests_deeper_than(t, js::MAX_STRINGIFY_DEPTH - 1);
+                (key_of(t.get("name"), &mut ctx), js::stringify_len(t, marks))
+            }
             Iterated::Char(c) => (Key::Undefined, js::stringify_str_len(c, marks)),
         };
         info.tools_added.push((name, len));

@@ -146,7 +146,10 @@ impl Stamp {
 
 /// Read an open file with `read` (which returns what it made of the file and the offset it
 /// read to) and check that the file did not change meanwhile: the same length, modification
-/// and status-change times before and after, and that length read. A file that changed is read
+/// and status-change times before and after, and that length read. A file that only grew
+/// (the length read is its length at the start, and its first and last [`GROWTH_PROBE`] bytes
+/// up to there are unchanged) was appended to, as Pi appends to a live session: the read is
+/// the file as it was when it began, and stands. A file that changed otherwise is read
 /// once more from its start (`read` is called again; hand it no resume point then); a file that
 /// changes during that read too is [`Error::Changed`].
 ///
@@ -168,10 +171,20 @@ pub fn read_steady<T>(
             file.rewind().map_err(failed)?;
         }
         let before = Stamp::of(file).map_err(failed)?;
+        let ends = end_hashes(file, before.len, GROWTH_PROBE).map_err(failed)?;
         let (made, len) = read(file).map_err(failed)?;
         let after = Stamp::of(file).map_err(failed)?;
         match before.change(len, &after) {
             None => return Ok(made),
+            // Appended to while it was read (Pi writing a live session): what was read is the
+            // file as it was when the read began, if its first and last bytes are still those.
+            Some(_)
+                if after.len > before.len
+                    && len == before.len
+                    && end_hashes(file, before.len, GROWTH_PROBE).ok() == Some(ends) =>
+            {
+                return Ok(made);
+            }
             Some(w) => what = w,
         }
     }
@@ -179,6 +192,20 @@ pub fn read_steady<T>(
         path: path.to_path_buf(),
         what,
     })
+}
+
+/// Bytes compared at each end of what was read, when a file grew during the read.
+pub const GROWTH_PROBE: u64 = 4096;
+
+/// Hashes (xxh3) of the first and the last `min(len, probe)` bytes of the first `len` bytes.
+pub fn end_hashes(file: &File, len: u64, probe: u64) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::FileExt;
+    let n = len.min(probe);
+    let mut buf = vec![0u8; n as usize];
+    file.read_exact_at(&mut buf, 0)?;
+    let head = xxhash_rust::xxh3::xxh3_64(&buf);
+    file.read_exact_at(&mut buf, len - n)?;
+    Ok((head, xxhash_rust::xxh3::xxh3_64(&buf)))
 }
 
 /// Debug builds only: panic on a file whose path contains `$PISA_DEBUG_PANIC_ON`, so that tests
@@ -331,23 +358,38 @@ mod tests {
             let len = bytes.len() as u64;
             Ok((bytes, len))
         };
+        // Appended to during the read: the file as it was when the read began stands.
+        let mut calls = 0;
+        let mut file = open(&path).unwrap();
+        let bytes = read_steady(&path, &mut file, |file| {
+            calls += 1;
+            let read = read_all(file)?;
+            append("b\n");
+            Ok(read)
+        })
+        .unwrap();
+        assert_eq!((calls, bytes.as_slice()), (1, b"a\n".as_slice()));
+
+        // Rewritten (first bytes changed) and longer: read again, then reported.
+        let rewrite = |text: &str| std::fs::write(&path, text).unwrap();
         let mut calls = 0;
         let mut file = open(&path).unwrap();
         let bytes = read_steady(&path, &mut file, |file| {
             calls += 1;
             let read = read_all(file)?;
             if calls == 1 {
-                append("b\n");
+                rewrite("A\nb\nc\n");
             }
             Ok(read)
         })
         .unwrap();
-        assert_eq!((calls, bytes.as_slice()), (2, b"a\nb\n".as_slice()));
-
+        assert_eq!((calls, bytes.as_slice()), (2, b"A\nb\nc\n".as_slice()));
         let mut file = open(&path).unwrap();
+        let mut n = 0;
         let err = read_steady(&path, &mut file, |file| {
             let read = read_all(file)?;
-            append("c\n");
+            n += 1;
+            rewrite(&format!("{n}\n{}", "x\n".repeat(n + 5)));
             Ok(read)
         })
         .unwrap_err();

@@ -134,6 +134,9 @@ impl PiTotals {
         if !u.has_cost {
             return Err("usage without a cost object (usage.cost.total throws)");
         }
+        if u.join_throws {
+            return Err("a usage field is an array nested too deeply for JavaScript (RangeError)");
+        }
         self.input.add_assign(&u.operand(field::INPUT));
         self.output.add_assign(&u.operand(field::OUTPUT));
         self.cache_read.add_assign(&u.operand(field::CACHE_READ));

@@ -6,6 +6,7 @@ mod alloc;
 mod analytics;
 mod cache;
 mod cli;
+mod hostile;
 mod notebooks;
 mod oracle;
 mod properties;
