@@ -23,9 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-FILE_MAX = 64 * 1024
-WINDOW = 16 * 1024
-WINDOWS_PER_FILE = 12
+FILE_MAX = 16 * 1024
+WINDOW = 6 * 1024
+WINDOWS_PER_FILE = 8
 LINE_MAX = 16 * 1024
 PER_SHAPE = 3
 
