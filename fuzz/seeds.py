@@ -23,9 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-FILE_MAX = 16 * 1024
-WINDOW = 6 * 1024
-WINDOWS_PER_FILE = 8
+FILE_MAX = 8 * 1024
+WINDOW = 4 * 1024
+WINDOWS_PER_FILE = 6
 LINE_MAX = 16 * 1024
 PER_SHAPE = 3
 
