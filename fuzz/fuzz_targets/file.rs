@@ -1,0 +1,93 @@
+//! The whole-file path: bytes → `parse_file` → `analyze_parsed` → what `pisa sessions --json`
+//! and `pisa inspect` print, and the usage frame rows. Invariants, besides not panicking:
+//! - going on from a prefix parsed before (the cache's resume path, through its postcard
+//!   encoding) gives exactly the parse of the whole file;
+//! - feeding `FileParser` the same bytes in arbitrary line-aligned pieces gives it too.
+//!
+//! Cut points are drawn from a hash of the input, so every run of one input is the same.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use pisa::analyze::{FileAnalysis, analyze_parsed};
+use pisa::parse::{FileParser, ParsedFile, Prefix, Scratch, parse_file, parse_file_from};
+use pisa::report::{inspect, json as rjson};
+
+/// A small deterministic generator seeded from the input (FNV-1a, then xorshift).
+struct Draw(u64);
+
+impl Draw {
+    fn of(data: &[u8]) -> Draw {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in data {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        Draw(h | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % (n as u64 + 1)) as usize
+    }
+}
+
+fn resumed(data: &[u8], cut: usize) -> Option<ParsedFile> {
+    let (first, resume) = parse_file_from(&data[..cut], None, &mut Scratch::default());
+    if first.reject.is_some() {
+        return None;
+    }
+    let saved = postcard::to_stdvec(&resume.prefix_of(&first.entries)).expect("a prefix encodes");
+    let prefix: Prefix = postcard::from_bytes(&saved).expect("a prefix decodes");
+    Some(parse_file_from(data, Some(prefix), &mut Scratch::default()).0)
+}
+
+fn in_pieces(data: &[u8], draw: &mut Draw) -> ParsedFile {
+    let mut scratch = Scratch::default();
+    let mut parser = FileParser::new(None, &mut scratch);
+    let end = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let mut start = 0;
+    while start < end {
+        let goal = start + draw.below(end - start);
+        let cut = data[goal..end]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(end, |i| goal + i + 1);
+        parser.lines(&data[start..cut], &mut scratch);
+        start = cut;
+    }
+    parser.finish(&data[end..], &mut scratch).0
+}
+
+fuzz_target!(|data: &[u8]| {
+    let parsed = parse_file(data, &mut Scratch::default());
+    let whole = format!("{parsed:?}");
+    let mut draw = Draw::of(data);
+
+    let cut = draw.below(data.len());
+    if let Some(again) = resumed(data, cut) {
+        assert_eq!(format!("{again:?}"), whole, "resumed from byte {cut}");
+    }
+    assert_eq!(format!("{:?}", in_pieces(data, &mut draw)), whole, "parsed in pieces");
+
+    let rel = "p/f.jsonl";
+    match analyze_parsed(parsed) {
+        FileAnalysis::Rejected { stats, reason } => {
+            let doc = rjson::rejected_json(rel, &stats, &reason);
+            serde_json::to_string(&doc).expect("JSON serializes");
+            let _ = reason.message();
+        }
+        FileAnalysis::Session(a) => {
+            let ov = rjson::overview(rel, &a);
+            let doc = rjson::session_json(rel, &a, &ov);
+            serde_json::to_string(&doc).expect("JSON serializes");
+            serde_json::to_string(&inspect::to_json(rel, &a)).expect("JSON serializes");
+            inspect::render(&mut Vec::new(), rel, &a).expect("writing to a Vec");
+            let id = a.tree.header.id.as_deref();
+            pisa::frame::usage_chunk(id, rel, &ov.project, &a.accounting.records)
+                .expect("a usage chunk follows its schema");
+        }
+    }
+});
