@@ -193,14 +193,14 @@ struct Finished {
 /// What stays in memory of an outcome once its bulk is in the spill.
 enum Settled {
     Session(Box<SessionSummary>),
-    Rejected(RejectedFile),
+    Rejected(Box<RejectedFile>),
 }
 
 impl Outcome {
     /// Move the session's bulk to the spill.
     fn settle(self, spill: &Spill) -> Settled {
         match self {
-            Outcome::Rejected(r) => Settled::Rejected(r),
+            Outcome::Rejected(r) => Settled::Rejected(Box::new(r)),
             Outcome::Session(f) => {
                 let Finished {
                     mut summary,
@@ -262,7 +262,7 @@ pub fn analyze_files(
     for o in outcomes {
         match o {
             Settled::Session(s) => corpus.sessions.push(*s),
-            Settled::Rejected(r) => corpus.rejected.push(r),
+            Settled::Rejected(r) => corpus.rejected.push(*r),
         }
     }
     corpus.finish().map_err(|cause| crate::Error::Spill { cause })?;

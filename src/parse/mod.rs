@@ -324,6 +324,7 @@ impl Scratch {
             (parsed, resume, end.len)
         });
         self.read = buf;
+        self.trim();
         match out {
             // The file became shorter than the prefix: read it all again.
             Ok((_, _, len)) if resumed && len < start => {
@@ -333,6 +334,27 @@ impl Scratch {
             }
             out => out,
         }
+    }
+}
+
+impl Scratch {
+    /// Give back what one file's longest lines made the buffers grow to. Kept, every worker's
+    /// buffers (and its helpers') would each hold the longest line it ever met, and peak memory
+    /// would creep up with the number of files read (measured: +4 MB from 1.5 to 3 GB with the
+    /// same largest files), where it should depend only on the file being read.
+    fn trim(&mut self) {
+        const KEEP: usize = 1 << 20;
+        if self.read.capacity() > 2 * crate::scan::source::CHUNK {
+            self.read = Vec::new();
+        }
+        if self.line.capacity() > KEEP || self.repaired.capacity() > KEEP {
+            let fresh = Scratch::default();
+            self.line = fresh.line;
+            self.repaired = fresh.repaired;
+            self.buffers = fresh.buffers;
+            self.tape = fresh.tape;
+        }
+        self.helpers.clear();
     }
 }
 

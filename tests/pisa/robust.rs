@@ -389,6 +389,15 @@ fn files_changing_under_the_scan_are_read_reread_reported_or_gone() {
                     assert_eq!(own_part(now), own_part(&baseline[s]), "{s} (never touched) changed");
                 }
                 assert!(seen.contains_key(hot_rel), "the live file is not reported");
+                // Appended to during the read, the live file is read as it was when its read
+                // began: whole lines, at least those it started with (the writer cuts it back to
+                // them now and then, which a read may see as a change).
+                let live = &seen[hot_rel];
+                if live["status"] == "ok" {
+                    *statuses.entry("live file read".into()).or_default() += 1;
+                    assert!(live["lines"].as_u64() >= baseline[hot_rel]["lines"].as_u64(), "{live}");
+                    assert_eq!(live["damage"]["malformedLines"], 0, "the live file read mixed: {live}");
+                }
                 for (c, (present, removals)) in churn.iter().zip(before) {
                     let throughout =
                         present && c.present.load(Ordering::SeqCst) && c.removals.load(Ordering::SeqCst) == removals;
@@ -414,10 +423,10 @@ fn files_changing_under_the_scan_are_read_reread_reported_or_gone() {
         started.elapsed().as_secs_f64()
     );
     assert!(runs >= 3, "only {runs} runs in the time budget");
-    // The live file is written to during every full read of it: reported, not mixed.
+    // The live file is written to during every full read of it, and read all the same.
     assert!(
-        statuses.get("changed").is_some_and(|&n| n > 0),
-        "no file was seen changing: {statuses:?}"
+        statuses.get("live file read").is_some_and(|&n| n > 0),
+        "the live file was never read: {statuses:?}"
     );
 }
 
