@@ -415,15 +415,15 @@ fn outcome_of(f: &FoundFile, parsed: ParsedFile, keep: Keep) -> Outcome {
             let parent = &a.tree.header.parent_session;
             let parent_session = js::js_truthy(parent).then(|| js::js_string_of(parent).into_owned());
             let records = &a.accounting.records;
-            let call_totals: Vec<Totals> = records.iter().map(record_totals).collect();
-            let mut totals = Totals::default();
-            for t in &call_totals {
-                totals.merge(t);
-            }
             let mut identities = Vec::new();
             spill::encode_identities(records.iter().map(|r| r.identity), &mut identities);
+            // The session's totals, summed in file order while each call's are encoded.
+            let mut totals = Totals::default();
             let mut encoded_totals = Vec::new();
-            spill::encode_totals(call_totals.iter(), &mut encoded_totals);
+            spill::encode_totals(
+                records.iter().map(record_totals).inspect(|t| totals.merge(t)),
+                &mut encoded_totals,
+            );
             let row = Row {
                 overview: ov,
                 name: a.name.clone(),

@@ -143,7 +143,7 @@ pub fn identities(bytes: &[u8]) -> impl Iterator<Item = u128> + '_ {
 }
 
 /// Totals as little-endian bytes (the bits of each `f64`, so `NaN`s and `-0` survive).
-pub fn encode_totals<'a>(totals: impl Iterator<Item = &'a Totals>, out: &mut Vec<u8>) {
+pub fn encode_totals(totals: impl Iterator<Item = Totals>, out: &mut Vec<u8>) {
     out.clear();
     for t in totals {
         for x in [t.input, t.output, t.cache_read, t.cache_write, t.cost] {
@@ -218,7 +218,7 @@ mod tests {
             },
             Totals::default(),
         ];
-        encode_totals(t.iter(), &mut buf);
+        encode_totals(t.iter().copied(), &mut buf);
         let back: Vec<Totals> = totals(&buf).collect();
         for (a, b) in t.iter().zip(&back) {
             for (x, y) in [
