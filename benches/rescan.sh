@@ -7,10 +7,11 @@
 # Works on a copy of CORPUS_DIR (in $TMPDIR), never on the corpus itself. Steps:
 #   1. `pisa --no-cache sessions --json COPY`, RUNS times (the uncached time);
 #   2. one run that fills a fresh cache;
-#   3. appends one assistant turn (a line Pi would write) to every 100/PERCENT-th file;
-#   4. `pisa --cache-dir CACHE sessions --json COPY` once (the re-run that matters: the
-#      grown files are parsed from their old end), then RUNS-1 more (nothing changed);
-#   5. checks that the first cached re-run printed exactly what an uncached run prints.
+#   3. RUNS rounds of: append one assistant turn (a line Pi would write) to every
+#      100/PERCENT-th file, then `pisa --cache-dir CACHE sessions --json COPY` (the re-run
+#      that matters: the grown files are parsed from their old end), and check that it
+#      printed exactly what an uncached run prints;
+#   4. RUNS more cached runs with nothing changed.
 # Prints a Markdown table of medians (wall and CPU seconds, max RSS) and the ratio.
 set -euo pipefail
 CORPUS=${1:?usage: rescan.sh CORPUS_DIR [RUNS] [PERCENT]}
@@ -45,11 +46,13 @@ log "filling the cache"
 
 STEP=$((100 / PERCENT))
 mapfile -t FILES < <(find "$COPY" -type f -name '*.jsonl' | sort | awk -v s="$STEP" 'NR % s == 0')
-log "appending one turn to ${#FILES[@]} files"
-for f in "${FILES[@]}"; do
-    python3 - "$f" <<'EOF'
+SAME=yes
+for ((r = 1; r <= RUNS; r++)); do
+    log "round $r: appending one turn to ${#FILES[@]} files"
+    for f in "${FILES[@]}"; do
+        python3 - "$f" "$r" <<'EOF'
 import json, sys
-path = sys.argv[1]
+path, round_ = sys.argv[1], int(sys.argv[2])
 last = None
 with open(path, "rb") as fh:
     for line in fh:
@@ -59,7 +62,7 @@ with open(path, "rb") as fh:
             continue
         if isinstance(v, dict) and isinstance(v.get("id"), str):
             last = v["id"]
-turn = {"type": "message", "id": "rescan01", "parentId": last, "timestamp": "2026-07-01T10:00:00.000Z",
+turn = {"type": "message", "id": f"rescan{round_:02d}", "parentId": last, "timestamp": "2026-07-01T10:00:00.000Z",
         "message": {"role": "assistant", "content": [{"type": "text", "text": "appended"}],
                     "provider": "anthropic", "model": "claude-sonnet-4-5", "api": "anthropic-messages",
                     "stopReason": "stop", "timestamp": 1782900000000,
@@ -68,12 +71,12 @@ turn = {"type": "message", "id": "rescan01", "parentId": last, "timestamp": "202
 with open(path, "ab") as fh:
     fh.write(json.dumps(turn, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
 EOF
+    done
+    timed rescan --cache-dir "$WORK/cache" sessions --json "$COPY"
+    "$PISA_BIN" --no-cache sessions --json "$COPY" >"$WORK/truth.out" 2>/dev/null || true
+    cmp -s "$WORK/truth.out" "$WORK/rescan.out" || SAME=NO
 done
-timed rescan --cache-dir "$WORK/cache" sessions --json "$COPY"
-cp "$WORK/rescan.out" "$WORK/first-rescan.out"
-for ((r = 2; r <= RUNS; r++)); do timed unchanged --cache-dir "$WORK/cache" sessions --json "$COPY"; done
-"$PISA_BIN" --no-cache sessions --json "$COPY" >"$WORK/truth.out" 2>/dev/null || true
-if cmp -s "$WORK/truth.out" "$WORK/first-rescan.out"; then SAME=yes; else SAME=NO; fi
+for ((r = 1; r <= RUNS; r++)); do timed unchanged --cache-dir "$WORK/cache" sessions --json "$COPY"; done
 
 median() { awk -v n="$1" -v c="$2" '$1 == n { print $c }' "$WORK/runs.tsv" | sort -g |
     awk '{ a[NR] = $1 } END { if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
@@ -90,7 +93,7 @@ for n in uncached rescan unchanged; do
         "$(awk -v a="$w" -v b="$U" 'BEGIN { printf "%.1f %%", 100 * a / b }')"
 done
 echo
-echo "- uncached: \`pisa --no-cache sessions --json\` (median of $RUNS); rescan: the first cached run after the appends;"
-echo "  unchanged: the cached runs after it (median of $((RUNS - 1)))"
-echo "- output of the re-scan identical to an uncached run: **$SAME**"
+echo "- uncached: \`pisa --no-cache sessions --json\`; rescan: the cached run after each round of appends;"
+echo "  unchanged: cached runs with nothing changed (medians of $RUNS each)"
+echo "- output of every re-scan identical to an uncached run: **$SAME**"
 [[ $SAME == yes ]]

@@ -8,11 +8,23 @@
 //!   end of its last complete line onward; the entries kept from before rebuild the tree;
 //! - anything else (shrunk, rewritten, even to the same size) is parsed from scratch.
 //!
-//! Layout under the cache folder: `index.bin` (one [`Record`] per file, with its summary)
-//! and `entries/<hash of the path>.bin` (the parsed entries of one file, a
-//! [`crate::parse::Prefix`]). Both start with a magic number and [`FORMAT`]; a file that
-//! does not decode, or was written by another format, is discarded with a warning and never
-//! trusted. Writes go to a temporary name and are renamed into place.
+//! Layout under the cache folder:
+//! - `index.bin`: one [`Record`] per file: its stamp and its small summary;
+//! - `spills/<id>.bin`: the spill files of earlier runs (see [`crate::corpus::spill`]), where
+//!   each session's bulk (its `sessions --json` text and its billed calls) was written while it
+//!   was analysed. A run with a cache writes its spill in this folder and keeps it when the new
+//!   index points into it, so a re-run reads an unchanged session's bulk where it lies: only
+//!   what changed is written, and the index stays small (about 0.5 KB per file);
+//! - `entries/<hash of the path>.bin`: the parsed entries of one file (a
+//!   [`crate::parse::Prefix`]), to go on from when the file grows.
+//!
+//! The index and the entries start with a magic number and [`FORMAT`]; a file that does not
+//! decode, or was written by another format, is discarded with a warning and never trusted.
+//! Each session's bulk and each entries file is checked against a hash kept in the index
+//! before it is used. Writes go to a temporary name and are renamed into place. Spills no
+//! longer pointed at are deleted; a spill whose live bytes fall under half its size, or any
+//! beyond the [`MAX_SPILLS`] largest, is retired: its live sessions are copied into the
+//! current run's spill.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -25,10 +37,14 @@ use serde::{Deserialize, Serialize};
 use crate::parse::Prefix;
 
 /// Bump on any change to a cached type or to what pisa computes from a file.
-pub const FORMAT: u32 = 6;
+pub const FORMAT: u32 = 7;
 const MAGIC: &[u8; 8] = b"pisa\x00cch";
 /// Bytes hashed at each end of a file.
 const PROBE: u64 = 4096;
+/// Spills of earlier runs kept at most (see the module's text).
+pub const MAX_SPILLS: usize = 8;
+/// A temporary file left in the cache folder this long ago belongs to no live run.
+const STALE_SECONDS: u64 = 3600;
 
 /// The folder used when none is given: the user's cache folder.
 pub fn default_dir() -> Option<PathBuf> {
@@ -69,7 +85,8 @@ impl Meta {
     }
 }
 
-fn hash(bytes: &[u8]) -> u64 {
+/// The hash the cache checks its files and bulk with.
+pub fn hash(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
@@ -147,11 +164,35 @@ pub struct Record {
     /// inside the summary, so a summary is only reused under the same name).
     pub rel: String,
     pub stamp: Stamp,
-    /// The file's summary ([`crate::corpus`]'s encoding), before any corpus-wide figure.
+    /// The file's small summary ([`crate::corpus`]'s encoding), before any corpus-wide figure.
     #[serde(with = "raw_bytes")]
     pub summary: Vec<u8>,
+    /// Where a session's bulk lies in a kept spill.
+    pub bulk: Option<Bulk>,
     /// Hash of the file's entries blob, when there is one (an accepted session).
     pub entries: Option<u64>,
+}
+
+/// A session's bulk in a spill: its parts one after the other from `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bulk {
+    /// The spill's id (its file is `spills/<id as 16 hex digits>.bin`).
+    pub spill: u64,
+    pub offset: u64,
+    /// Bytes of each part (the corpus's: document, identities, totals).
+    pub parts: [u64; 3],
+    /// Hash of all its bytes.
+    pub hash: u64,
+}
+
+impl Bulk {
+    pub fn len(&self) -> u64 {
+        self.parts.iter().sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Byte vectors as one byte string (serde's default is a sequence of numbers, which
@@ -191,6 +232,16 @@ struct Index {
 pub struct Cache {
     dir: PathBuf,
     old: Index,
+    /// This run's spill id, and its file (made by [`Cache::spill`], kept by [`Cache::save`]
+    /// if the new index points into it).
+    run: u64,
+    run_file: Mutex<Option<tempfile::NamedTempFile>>,
+    /// The kept spills the old index points into, opened: their ids, and their files until
+    /// [`Cache::spill`] takes them.
+    kept_ids: HashMap<u64, u32>,
+    kept_files: Mutex<Vec<File>>,
+    /// Kept spills whose live sessions are copied into this run's (see the module's text).
+    retired: std::collections::HashSet<u64>,
     new: Mutex<HashMap<String, Record>>,
     /// Files whose old record still holds (carried into the next index as they are).
     kept: Mutex<std::collections::HashSet<String>>,
@@ -225,6 +276,17 @@ fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, String> {
     postcard::from_bytes(rest).map_err(|e| format!("does not decode ({e})"))
 }
 
+/// Where the kept spill `id` is.
+fn spill_path(dir: &Path, id: u64) -> PathBuf {
+    dir.join("spills").join(format!("{id:016x}.bin"))
+}
+
+/// The id of a kept spill from its file name.
+fn spill_id(name: &std::ffi::OsStr) -> Option<u64> {
+    let name = name.to_str()?.strip_suffix(".bin")?;
+    (name.len() == 16).then(|| u64::from_str_radix(name, 16).ok())?
+}
+
 /// Where the entries of the file `key` are kept.
 fn entries_path(dir: &Path, key: &str) -> PathBuf {
     dir.join("entries").join(format!("{:016x}.bin", hash(key.as_bytes())))
@@ -257,14 +319,106 @@ impl Cache {
                 Index::default()
             }
         };
+        // The spills the index points into, with their live bytes.
+        let mut live: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+        for b in old.files.values().filter_map(|r| r.bulk) {
+            *live.entry(b.spill).or_default() += b.len();
+        }
+        let (mut kept_ids, mut kept_files, mut sizes) = (HashMap::new(), Vec::new(), Vec::new());
+        for (&id, &bytes) in &live {
+            let path = spill_path(dir, id);
+            match File::open(&path).and_then(|f| Ok((f.metadata()?.len(), f))) {
+                Ok((size, f)) => {
+                    kept_ids.insert(id, kept_files.len() as u32);
+                    kept_files.push(f);
+                    sizes.push((id, bytes, size));
+                }
+                Err(e) => warnings.push(format!(
+                    "cache spill {} unreadable ({e}); reading its sessions again",
+                    path.display()
+                )),
+            }
+        }
+        let mut retired: std::collections::HashSet<u64> = sizes
+            .iter()
+            .filter(|&&(_, live, size)| live.saturating_mul(2) < size)
+            .map(|&(id, _, _)| id)
+            .collect();
+        let mut standing: Vec<(u64, u64)> = sizes
+            .iter()
+            .filter(|(id, _, _)| !retired.contains(id))
+            .map(|&(id, live, _)| (live, id))
+            .collect();
+        standing.sort_unstable_by(|a, b| b.cmp(a));
+        // Room for this run's spill.
+        retired.extend(standing.iter().skip(MAX_SPILLS - 1).map(|&(_, id)| id));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let mut run = hash(format!("{}-{nanos}", std::process::id()).as_bytes());
+        while live.contains_key(&run) {
+            run = run.wrapping_add(1);
+        }
         Cache {
             dir: dir.to_path_buf(),
             old,
+            run,
+            run_file: Mutex::new(None),
+            kept_ids,
+            kept_files: Mutex::new(kept_files),
+            retired,
             new: Mutex::new(HashMap::new()),
             kept: Mutex::new(std::collections::HashSet::new()),
             changed: std::sync::atomic::AtomicBool::new(false),
             warnings: Mutex::new(warnings),
         }
+    }
+
+    /// The spill of this run: a file in the cache folder (kept if the next index points into
+    /// it), reading the kept spills of earlier runs. Called once, before any file is analysed.
+    pub fn spill(&self) -> crate::corpus::spill::Spill {
+        use crate::corpus::spill::Spill;
+        let kept = std::mem::take(&mut *self.kept_files.lock().expect("cache lock"));
+        let dir = self.dir.join("spills");
+        let made = std::fs::create_dir_all(&dir)
+            .and_then(|()| tempfile::NamedTempFile::new_in(&dir))
+            .and_then(|tmp| Ok((tmp.as_file().try_clone()?, tmp)));
+        match made {
+            Ok((file, tmp)) => {
+                *self.run_file.lock().expect("cache lock") = Some(tmp);
+                Spill::with_file(Some(file), kept)
+            }
+            Err(e) => {
+                self.warn(format!("cannot write to the cache {}: {e}", self.dir.display()));
+                Spill::with_file(tempfile::tempfile().ok(), kept)
+            }
+        }
+    }
+
+    /// Where a session's bulk, just written to this run's spill at `span`, will be found by
+    /// the next run; `None` when this run's spill is not in the cache folder.
+    pub fn bulk(&self, span: crate::corpus::spill::Span, parts: [u64; 3], hash: u64) -> Option<Bulk> {
+        let (offset, len) = span.in_file()?;
+        if self.run_file.lock().expect("cache lock").is_none() || len != parts.iter().sum::<u64>() {
+            return None;
+        }
+        Some(Bulk {
+            spill: self.run,
+            offset,
+            parts,
+            hash,
+        })
+    }
+
+    /// Where the bulk of `record` lies in the spill of this run ([`Cache::spill`]), and whether
+    /// it must be copied into this run's own file (its spill is retired).
+    pub fn kept_bulk(&self, record: &Record) -> Option<(crate::corpus::spill::Span, bool)> {
+        let b = record.bulk?;
+        let kept = *self.kept_ids.get(&b.spill)?;
+        Some((
+            crate::corpus::spill::Spill::kept_span(kept, b.offset, b.len()),
+            self.retired.contains(&b.spill),
+        ))
     }
 
     /// The record of a file from the previous run.
@@ -309,7 +463,7 @@ impl Cache {
     }
 
     /// Record a freshly read file: its stamp, its summary and (for a session) its entries.
-    pub fn put(&self, key: String, rel: &str, stamp: Stamp, summary: Vec<u8>, entries: Blob) {
+    pub fn put(&self, key: String, rel: &str, stamp: Stamp, summary: Vec<u8>, bulk: Option<Bulk>, entries: Blob) {
         let entries = match entries {
             Blob::None => None,
             Blob::Keep(hash) => Some(hash),
@@ -329,6 +483,7 @@ impl Cache {
             rel: rel.to_string(),
             stamp,
             summary,
+            bulk,
             entries,
         };
         self.changed.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -342,7 +497,7 @@ impl Cache {
             .ok()
     }
 
-    fn warn(&self, message: String) {
+    pub fn warn(&self, message: String) {
         self.warnings.lock().expect("cache lock").push(message);
     }
 
@@ -353,7 +508,8 @@ impl Cache {
 
     /// Write the index for the next run, unless nothing changed: this run's new records, the
     /// old records it kept, and those of files outside `roots` that still exist. Entries of
-    /// files that are gone are removed.
+    /// files that are gone are removed; this run's spill is kept if the index points into it,
+    /// and spills it no longer points into are removed.
     pub fn save(self, roots: &[PathBuf]) -> Result<(), String> {
         let mut changed = self.changed.into_inner();
         let mut files = self.new.into_inner().expect("cache lock");
@@ -373,11 +529,41 @@ impl Cache {
                 }
             }
         }
+        let run_file = self.run_file.into_inner().expect("cache lock");
         if !changed {
             return Ok(());
         }
+        if let Some(tmp) = run_file
+            && files.values().any(|r| r.bulk.is_some_and(|b| b.spill == self.run))
+            && tmp.persist(spill_path(&self.dir, self.run)).is_err()
+        {
+            // The records made this run point into a spill that is gone (dropped with the
+            // error): drop them too.
+            files.retain(|_, r| r.bulk.is_none_or(|b| b.spill != self.run));
+        }
+        let live: std::collections::HashSet<u64> = files.values().filter_map(|r| r.bulk).map(|b| b.spill).collect();
         let bytes = encode(&Index { files }).map_err(|e| e.to_string())?;
         write_atomic(&self.dir.join("index.bin"), &bytes)
-            .map_err(|e| format!("cannot write the cache {}: {e}", self.dir.display()))
+            .map_err(|e| format!("cannot write the cache {}: {e}", self.dir.display()))?;
+        remove_dead_spills(&self.dir.join("spills"), &live);
+        Ok(())
+    }
+}
+
+/// Remove the spills in `dir` not in `live`, and temporary files no run can still be writing.
+fn remove_dead_spills(dir: &Path, live: &std::collections::HashSet<u64>) {
+    let Ok(list) = std::fs::read_dir(dir) else { return };
+    for e in list.flatten() {
+        let name = e.file_name();
+        let dead = match spill_id(&name) {
+            Some(id) => !live.contains(&id),
+            None => e
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age.as_secs() > STALE_SECONDS)),
+        };
+        if dead {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }

@@ -190,32 +190,63 @@ struct Finished {
     call_totals: Vec<u8>,
 }
 
-/// What stays in memory of an outcome once its bulk is in the spill.
+/// What stays in memory of an outcome once its bulk is in the spill. The cache keeps it
+/// (the spans, filled in from the cache's [`cache::Bulk`], excepted).
+#[derive(serde::Serialize, serde::Deserialize)]
 enum Settled {
     Session(Box<SessionSummary>),
     Rejected(Box<RejectedFile>),
 }
 
+/// A session's bulk as written to the spill: where, the bytes of each part, their hash.
+struct Written {
+    span: Span,
+    parts: [u64; 3],
+    hash: u64,
+}
+
 impl Outcome {
-    /// Move the session's bulk to the spill.
-    fn settle(self, spill: &Spill) -> Settled {
+    /// Move the session's bulk to the spill: its document, identities and totals, one after
+    /// the other.
+    fn settle(self, spill: &Spill) -> (Settled, Option<Written>) {
         match self {
-            Outcome::Rejected(r) => Settled::Rejected(Box::new(r)),
+            Outcome::Rejected(r) => (Settled::Rejected(Box::new(r)), None),
             Outcome::Session(f) => {
                 let Finished {
-                    mut summary,
+                    summary,
                     doc,
                     identities,
                     call_totals,
                 } = *f;
-                summary.doc = spill.put(doc.as_bytes());
-                summary.identities = spill.put(&identities);
-                summary.call_totals = spill.put(&call_totals);
-                summary.calls = (identities.len() / spill::IDENTITY_BYTES) as u64;
-                Settled::Session(Box::new(summary))
+                let parts = [doc.len() as u64, identities.len() as u64, call_totals.len() as u64];
+                let mut bulk = Vec::with_capacity(parts.iter().sum::<u64>() as usize);
+                bulk.extend_from_slice(doc.as_bytes());
+                bulk.extend_from_slice(&identities);
+                bulk.extend_from_slice(&call_totals);
+                let span = spill.put(&bulk);
+                let written = Written {
+                    span,
+                    parts,
+                    hash: cache::hash(&bulk),
+                };
+                (
+                    Settled::Session(Box::new(with_bulk(summary, span, parts))),
+                    Some(written),
+                )
             }
         }
     }
+}
+
+/// A session's summary pointing at its bulk, written at `span` in `parts`.
+fn with_bulk(mut summary: SessionSummary, span: Span, parts: [u64; 3]) -> SessionSummary {
+    let [doc, identities, totals] = parts;
+    let part = |at: u64, len: u64| span.part(at, len).unwrap_or_default();
+    summary.doc = part(0, doc);
+    summary.identities = part(doc, identities);
+    summary.call_totals = part(doc + identities, totals);
+    summary.calls = identities / spill::IDENTITY_BYTES as u64;
+    summary
 }
 
 /// JSON values as JSON text in the cache (postcard does not describe itself).
@@ -242,11 +273,11 @@ pub fn analyze_files(
     cache: Option<&Cache>,
 ) -> Result<Corpus, crate::Error> {
     let bytes = AtomicU64::new(0);
-    let spill = Arc::new(Spill::new());
+    let spill = Arc::new(cache.map_or_else(Spill::new, Cache::spill));
     let outcomes: Vec<Settled> = files
         .par_iter()
         .map_init(Scratch::default, |scratch, f| {
-            let out = analyze_one(f, keep, scratch, cache).settle(&spill);
+            let out = analyze_one(f, keep, scratch, cache, &spill);
             bytes.fetch_add(f.size, Ordering::Relaxed);
             if let Some(p) = progress {
                 p(f.size);
@@ -270,16 +301,16 @@ pub fn analyze_files(
 }
 
 /// Analyse one file; a panic (a bug in pisa) costs only this file, which is reported.
-fn analyze_one(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: Option<&Cache>) -> Outcome {
+fn analyze_one(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: Option<&Cache>, spill: &Spill) -> Settled {
     let run = || match cache {
-        Some(c) => analyze_cached(f, keep, scratch, c),
+        Some(c) => analyze_cached(f, keep, scratch, c, spill),
         None => match read(f, None, scratch) {
-            Ok((parsed, _, _)) => outcome_of(f, parsed, keep),
-            Err(e) => unreadable(f, e),
+            Ok((parsed, _, _)) => outcome_of(f, parsed, keep).settle(spill).0,
+            Err(e) => unreadable(f, e).settle(spill).0,
         },
     };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
-        Ok(outcome) => outcome,
+        Ok(settled) => settled,
         Err(payload) => {
             // The scratch buffers may hold anything now: start them afresh.
             *scratch = Scratch::default();
@@ -289,12 +320,12 @@ fn analyze_one(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: Option<&
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
             let reason = format!("internal error in pisa while reading this file ({what}); please report it");
-            Outcome::Rejected(RejectedFile {
+            Settled::Rejected(Box::new(RejectedFile {
                 rel: f.rel.clone(),
                 path: f.path.clone(),
                 json: json!({"path": f.rel, "status": "failed", "reason": reason}),
                 reason,
-            })
+            }))
         }
     }
 }
@@ -335,14 +366,15 @@ fn unreadable(f: &FoundFile, e: crate::Error) -> Outcome {
     })
 }
 
-/// One file through the cache: its summary when the file did not change (and no rows are
-/// wanted), its cached entries and a parse of what was appended when it grew, else a parse.
-fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cache) -> Outcome {
+/// One file through the cache: its summary (and its bulk where an earlier run's spill holds
+/// it) when the file did not change and no rows are wanted, its cached entries and a parse of
+/// what was appended when it grew, else a parse.
+fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cache, spill: &Spill) -> Settled {
     let key = cache::key(&f.path);
     let record = cache.get(&key);
     let mut file = match scan::source::open(&f.path) {
         Ok(file) => file,
-        Err(e) => return unreadable(f, e),
+        Err(e) => return unreadable(f, e).settle(spill).0,
     };
     // The open file's, not the path's: the path may name another file by now.
     let meta = file.metadata().map(|m| cache::Meta::of(&m));
@@ -351,10 +383,9 @@ fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cach
         && r.rel == f.rel
         && r.stamp.same_meta(*meta)
         && r.stamp.same_ends(&file).unwrap_or(false)
-        && let Some(outcome) = cache.decode_summary::<Outcome>(&key, &r.summary)
+        && let Some(settled) = from_cache(&key, r, cache, spill)
     {
-        cache.keep(key);
-        return outcome;
+        return settled;
     }
     let change = match (record, &meta) {
         (Some(r), Ok(meta)) => Some(r.stamp.compare(*meta, &file)),
@@ -367,37 +398,83 @@ fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cach
     let reused = prefix.as_ref().map(|p| p.offset);
     let (parsed, resume, len) = match read_open(f, &mut file, prefix, scratch) {
         Ok(read) => read,
-        Err(e) => return unreadable(f, e),
+        Err(e) => return unreadable(f, e).settle(spill).0,
     };
     let mut blob = match (reused, record.and_then(|r| r.entries)) {
         (Some(offset), Some(old)) if offset == resume.offset => cache::Blob::Keep(old),
         _ => cache::Blob::New(cache::encode_part(&resume.prefix_of(&parsed.entries))),
     };
-    let outcome = outcome_of(f, parsed, keep);
-    let Ok(meta) = meta else { return outcome };
-    if matches!(outcome, Outcome::Rejected(_)) {
-        blob = cache::Blob::None;
-    }
+    let (settled, written) = outcome_of(f, parsed, keep).settle(spill);
+    let Ok(meta) = meta else { return settled };
+    let bulk = match (&settled, written) {
+        (Settled::Rejected(_), _) => {
+            blob = cache::Blob::None;
+            None
+        }
+        (Settled::Session(_), Some(w)) => match cache.bulk(w.span, w.parts, w.hash) {
+            Some(b) => Some(b),
+            // No spill in the cache folder: nothing of this session can be cached.
+            None => return settled,
+        },
+        (Settled::Session(_), None) => return settled,
+    };
     let same_entries = match (&blob, record.and_then(|r| r.entries)) {
         (cache::Blob::Keep(new), Some(old)) => *new == old,
         (cache::Blob::None, None) => true,
         _ => false,
     };
-    if change == Some(cache::Change::Same) && same_entries {
-        // The same bytes, nothing new parsed: the old record still holds.
+    let old_bulk_holds = record.is_some_and(|r| r.bulk.is_none() || matches!(cache.kept_bulk(r), Some((_, false))));
+    if change == Some(cache::Change::Same) && same_entries && old_bulk_holds {
+        // The same bytes, nothing new parsed (rows were wanted): the old record still holds.
         cache.keep(key);
-        return outcome;
+        return settled;
     }
     // A file that changed while it was read (and was read again) is not cached: the next
     // run reads it again.
     if len == meta.size
         && file.metadata().is_ok_and(|m| cache::Meta::of(&m) == meta)
         && let Ok(stamp) = cache::Stamp::of(meta, &file)
-        && let Some(summary) = cache::encode_part(&outcome)
+        && let Some(summary) = cache::encode_part(&settled)
     {
-        cache.put(key, &f.rel, stamp, summary, blob);
+        cache.put(key, &f.rel, stamp, summary, bulk, blob);
     }
-    outcome
+    settled
+}
+
+/// A file unchanged since the cache's record of it: its summary, with its bulk where an
+/// earlier run's spill holds it (checked against its hash; copied into this run's spill when
+/// that spill is retired). `None` when the record cannot be used.
+fn from_cache(key: &str, r: &cache::Record, cache: &Cache, spill: &Spill) -> Option<Settled> {
+    let settled = cache.decode_summary::<Settled>(key, &r.summary)?;
+    let summary = match settled {
+        Settled::Rejected(_) => {
+            cache.keep(key.to_string());
+            return Some(settled);
+        }
+        Settled::Session(s) => s,
+    };
+    let b = r.bulk?;
+    let (span, retired) = cache.kept_bulk(r)?;
+    let bytes = spill.get(span).ok().filter(|bytes| cache::hash(bytes) == b.hash);
+    let Some(bytes) = bytes else {
+        cache.warn(format!(
+            "cached bulk of {key} does not match its index; reading it again"
+        ));
+        return None;
+    };
+    if !retired {
+        cache.keep(key.to_string());
+        return Some(Settled::Session(Box::new(with_bulk(*summary, span, b.parts))));
+    }
+    let span = spill.put(&bytes);
+    let moved = cache.bulk(span, b.parts, b.hash);
+    let blob = r.entries.map_or(cache::Blob::None, cache::Blob::Keep);
+    match moved {
+        Some(bulk) => cache.put(key.to_string(), &r.rel, r.stamp, r.summary.clone(), Some(bulk), blob),
+        // This run's spill is not in the cache folder: the old record still holds.
+        None => cache.keep(key.to_string()),
+    }
+    Some(Settled::Session(Box::new(with_bulk(*summary, span, b.parts))))
 }
 
 /// The outcome of a parsed file.

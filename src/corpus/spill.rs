@@ -3,8 +3,11 @@
 //! A session's `sessions --json` document and the identity and totals of each of its billed
 //! calls are needed only after every file is read (fork deduplication needs them all, and the
 //! output is sorted). Kept in memory they made peak RSS grow with the corpus (52 → 79 MB from
-//! 1.5 to 3 GB); written here, what stays in memory per session is a few spans. The file has
-//! no name (`tempfile::tempfile`, `$TMPDIR`) and is gone when pisa exits, however it exits.
+//! 1.5 to 3 GB); written here, what stays in memory per session is a few spans. Without a
+//! cache the file has no name (`tempfile::tempfile`, `$TMPDIR`) and is gone when pisa exits,
+//! however it exits. With one, it is made in the cache folder and kept when the cache points
+//! into it (see [`crate::cache`]): a file unchanged since an earlier run has its bulk read from
+//! that run's spill, neither decoded nor written again.
 //! Workers write concurrently: each reserves its range with an atomic add and writes there.
 //! When no temporary file can be made or written (no `$TMPDIR`, a full disk), the bytes are
 //! kept in memory instead: pisa then needs more memory, but its output is the same.
@@ -17,12 +20,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::usage::Totals;
 
-/// A range of bytes written to a [`Spill`].
+/// Where a [`Span`]'s bytes are.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Place {
+    /// This run's file.
+    #[default]
+    File,
+    /// Memory (no file could be written).
+    Memory,
+    /// An earlier run's file kept by the cache (its index in [`Spill::kept`]).
+    Kept(u32),
+}
+
+/// A range of bytes written to a [`Spill`] (or kept from an earlier run's).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Span {
     offset: u64,
     len: u64,
-    in_memory: bool,
+    place: Place,
 }
 
 impl Span {
@@ -33,21 +48,44 @@ impl Span {
     pub fn is_empty(self) -> bool {
         self.len == 0
     }
+
+    /// The part of this span from `at`, `len` bytes long (`None` beyond its end).
+    pub fn part(self, at: u64, len: u64) -> Option<Span> {
+        (at.checked_add(len)? <= self.len).then_some(Span {
+            offset: self.offset + at,
+            len,
+            place: self.place,
+        })
+    }
+
+    /// Where this span lies in this run's file, if it was written there: what the cache
+    /// can point at once the file is kept.
+    pub fn in_file(self) -> Option<(u64, u64)> {
+        (self.place == Place::File).then_some((self.offset, self.len))
+    }
 }
 
-/// An append-only temporary file shared by the workers (memory when there is no file).
+/// An append-only temporary file shared by the workers (memory when there is no file), and
+/// the files of earlier runs that the cache kept, read-only.
 #[derive(Debug, Default)]
 pub struct Spill {
     file: Option<File>,
     end: AtomicU64,
     memory: Mutex<Vec<u8>>,
+    kept: Vec<File>,
 }
 
 impl Spill {
     /// A new, empty spill: a temporary file, or memory when none can be made.
     pub fn new() -> Spill {
+        Spill::with_file(tempfile::tempfile().ok(), Vec::new())
+    }
+
+    /// A spill writing to `file` (memory if `None`), and reading earlier runs' `kept` files.
+    pub fn with_file(file: Option<File>, kept: Vec<File>) -> Spill {
         Spill {
-            file: tempfile::tempfile().ok(),
+            file,
+            kept,
             ..Spill::default()
         }
     }
@@ -55,6 +93,16 @@ impl Spill {
     /// Only memory (for tests of the fallback).
     pub fn in_memory() -> Spill {
         Spill::default()
+    }
+
+    /// The span `offset..offset + len` of the kept file `kept` (as given to
+    /// [`Spill::with_file`]).
+    pub fn kept_span(kept: u32, offset: u64, len: u64) -> Span {
+        Span {
+            offset,
+            len,
+            place: Place::Kept(kept),
+        }
     }
 
     /// Write `bytes`; where they are.
@@ -66,7 +114,7 @@ impl Spill {
                 return Span {
                     offset,
                     len,
-                    in_memory: false,
+                    place: Place::File,
                 };
             }
         }
@@ -76,28 +124,29 @@ impl Spill {
         Span {
             offset,
             len,
-            in_memory: true,
+            place: Place::Memory,
         }
     }
 
     /// Read the bytes of `span` into `buf` (cleared first).
     pub fn get_into(&self, span: Span, buf: &mut Vec<u8>) -> io::Result<()> {
         buf.clear();
-        let range = span.offset as usize..(span.offset + span.len) as usize;
-        match (&self.file, span.in_memory) {
-            (Some(file), false) => {
-                buf.resize(span.len as usize, 0);
-                file.read_exact_at(buf, span.offset)
-            }
-            _ => {
+        let file = match span.place {
+            Place::File => self.file.as_ref(),
+            Place::Kept(k) => self.kept.get(k as usize),
+            Place::Memory => {
+                let range = span.offset as usize..(span.offset + span.len) as usize;
                 let memory = self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 let bytes = memory
                     .get(range)
                     .ok_or_else(|| io::Error::other("span beyond the spill"))?;
                 buf.extend_from_slice(bytes);
-                Ok(())
+                return Ok(());
             }
-        }
+        };
+        let file = file.ok_or_else(|| io::Error::other("span of a file the spill does not have"))?;
+        buf.resize(span.len as usize, 0);
+        file.read_exact_at(buf, span.offset)
     }
 
     /// The bytes of `span`.

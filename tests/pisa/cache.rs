@@ -219,6 +219,100 @@ fn a_damaged_or_foreign_cache_is_discarded_with_a_warning() {
     assert!(err.contains("does not match its index"), "{err}");
 }
 
+/// The spills of the runs, kept in the cache folder.
+fn spills(cache: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(cache.join("spills"))
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// A re-run reads an unchanged session's bulk from the spill of the run that wrote it and
+/// writes only what changed; after many runs that each change a few files, the cache keeps a
+/// bounded number of spills (the sparse ones are retired, their live sessions copied); a rows
+/// run over unchanged files leaves the index alone; a damaged, cut or missing spill changes
+/// nothing but a warning.
+#[test]
+fn spills_are_reused_bounded_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let generated = crate::support::generated("22", 24);
+    copy_dir(generated.path(), dir.path());
+    let d = dir.path().to_str().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let fresh = || run(None, &["sessions", "--json", d]).1;
+    let cached = || run(Some(cache.path()), &["sessions", "--json", d]);
+
+    assert!(cached().1 == fresh(), "cold cache");
+    let first = spills(cache.path());
+    assert_eq!(first.len(), 1, "one run, one spill: {first:?}");
+    let size = std::fs::metadata(&first[0]).unwrap().len();
+    let index = cache.path().join("index.bin");
+    assert!(
+        std::fs::metadata(&index).unwrap().len() * 4 < size,
+        "the bulk is in the spill, not in the index"
+    );
+    // Unchanged: nothing written, not even by a command that wants rows.
+    let written = std::fs::metadata(&index).unwrap().modified().unwrap();
+    assert!(cached().1 == fresh(), "warm cache");
+    let (code, _, err) = run(Some(cache.path()), &["daily", "--json", "-z", "UTC", d]);
+    assert!(code == 0 || code == 2, "{err}");
+    assert_eq!(spills(cache.path()), first, "nothing new to keep");
+    assert_eq!(
+        std::fs::metadata(&index).unwrap().modified().unwrap(),
+        written,
+        "index kept"
+    );
+
+    // Each run appends to one file: a small spill per run, until the sparse ones are retired.
+    let files = session_files(dir.path());
+    for n in 0..14 {
+        let f = &files[n % files.len()];
+        append(f, format!("{}\n", appended_line(f, 100 + n)).as_bytes());
+        let (_, out, err) = cached();
+        assert!(out == fresh(), "run {n}: prints otherwise with the cache");
+        assert!(!err.contains("cache"), "run {n}: {err}");
+        let kept = spills(cache.path());
+        assert!(kept.len() <= 8, "run {n}: {} spills kept", kept.len());
+    }
+
+    // A damaged spill, then a cut one, then none: read again, with a warning.
+    let newest = || {
+        spills(cache.path())
+            .into_iter()
+            .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+            .unwrap()
+    };
+    let big = newest();
+    let mut bytes = std::fs::read(&big).unwrap();
+    for b in bytes.iter_mut().step_by(509) {
+        *b ^= 0x20;
+    }
+    std::fs::write(&big, &bytes).unwrap();
+    let (_, out, err) = cached();
+    assert!(out == fresh(), "a damaged spill changes nothing");
+    assert!(err.contains("does not match its index"), "{err}");
+    let big = newest();
+    let len = std::fs::metadata(&big).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&big)
+        .unwrap()
+        .set_len(len / 3)
+        .unwrap();
+    let (_, out, err) = cached();
+    assert!(out == fresh(), "a cut spill changes nothing");
+    assert!(err.contains("does not match its index"), "{err}");
+    for s in spills(cache.path()) {
+        std::fs::remove_file(s).unwrap();
+    }
+    let (_, out, err) = cached();
+    assert!(out == fresh(), "missing spills change nothing");
+    assert!(err.contains("unreadable"), "{err}");
+    let (_, out, err) = cached();
+    assert!(out == fresh() && !err.contains("cache"), "and the cache heals: {err}");
+}
+
 /// `pisa bench --json`: every stage measured on the whole corpus, lines counted as `wc -l` does.
 #[test]
 fn bench_measures_every_stage() {
