@@ -157,6 +157,13 @@ pub fn number_to_string(f: f64) -> String {
     buf.format(f).to_owned()
 }
 
+/// `s.length` of a string read from a tape: measured before the parse when `s` stands for a
+/// cut payload (see [`Marks::cut`]).
+#[inline]
+pub fn str_len(s: &str, marks: Marks) -> u64 {
+    marks.cut(s).map_or_else(|| utf16_len(s), |c| c.units)
+}
+
 /// Length in UTF-16 code units (`String#length`) of valid UTF-8 text.
 #[inline]
 pub fn utf16_len(s: &str) -> u64 {
@@ -264,13 +271,14 @@ pub struct Marks {
     /// `±f64::MAX` stands for a number literal beyond the double range, which `JSON.parse`
     /// reads as `±Infinity`.
     pub infinities: bool,
-    /// Image payloads were cut out of the line (see `parse::text::copy_cutting_images`): a
-    /// string that begins with U+0000 stands for one, and says how many bytes it had.
-    pub images_cut: bool,
+    /// Payloads of image, text and thinking blocks were cut out of the line (see
+    /// `parse::text::copy_cutting_payloads`): a string that begins with U+0000 stands for one,
+    /// and gives its lengths.
+    pub payloads_cut: bool,
 }
 
 thread_local! {
-    /// A reader needed the content of a cut image payload (see [`Marks::cut_len`]).
+    /// A reader needed the content of a cut payload (see [`Marks::cut`]).
     static CUT_READ: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
@@ -295,16 +303,17 @@ impl Marks {
         }
     }
 
-    /// The byte length of the image payload `s` stands for, if it stands for one. Only cut
-    /// payloads begin with U+0000 in a line whose images were cut: a line holding the escape
-    /// `\u0000` anywhere is never cut.
+    /// What the cut payload `s` stands for, if it stands for one. Only cut payloads begin
+    /// with U+0000 in a line whose payloads were cut: a line holding the escape `\u0000`
+    /// anywhere is never cut.
     #[inline]
-    pub fn cut_len(self, s: &str) -> Option<u64> {
-        if self.images_cut && s.as_bytes().first() == Some(&0) {
-            s[1..].parse().ok()
-        } else {
-            None
+    pub fn cut(self, s: &str) -> Option<crate::parse::text::Cut> {
+        if !self.payloads_cut || s.as_bytes().first() != Some(&0) {
+            return None;
         }
+        let (units, json) = s[1..].split_once('_')?;
+        let (units, json) = (units.parse().ok()?, json.parse().ok()?);
+        Some(crate::parse::text::Cut { units, json })
     }
 
     /// The number a tape node holds, if it is one.
@@ -321,9 +330,8 @@ impl Marks {
 
 /// `JSON.stringify(s).length` for a string whose content is `s`.
 pub fn stringify_str_len(s: &str, marks: Marks) -> u64 {
-    if let Some(n) = marks.cut_len(s) {
-        // Base64: printable ASCII without quotes or backslashes, written as it is.
-        return 2 + n;
+    if let Some(c) = marks.cut(s) {
+        return 2 + c.json;
     }
     let mut n = 2 + stringified_content_len(s);
     if marks.lone_surrogates {
@@ -584,7 +592,7 @@ fn nodes_to_json(nodes: &[Node<'_>], pos: &mut usize, marks: Marks, depth: usize
     *pos += 1;
     match node {
         Node::String(s) => {
-            if marks.cut_len(s).is_some() {
+            if marks.cut(s).is_some() {
                 note_cut_read();
             }
             J::String(s.to_owned())

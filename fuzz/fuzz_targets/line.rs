@@ -13,9 +13,9 @@ use pisa::parse::{FileParser, ParsedFile, Scratch};
 
 const HEADER: &[u8] = br#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
 
-fn parse(line: &[u8], terminated: bool, cut_images: bool) -> ParsedFile {
+fn parse(line: &[u8], terminated: bool, cut_payloads: bool) -> ParsedFile {
     let mut scratch = Scratch::default();
-    scratch.cut_images = cut_images;
+    scratch.cut_payloads = cut_payloads;
     let mut parser = FileParser::new(None, &mut scratch);
     let mut bytes = HEADER.to_vec();
     bytes.push(b'\n');

@@ -75,9 +75,9 @@ fn str_box(v: Option<V<'_, '_>>) -> Option<Box<str>> {
 /// `x.length` where Pi reads it unguarded: UTF-16 units of a string, elements of an array,
 /// `NaN` for other values (`(5).length` is `undefined`), `None` (throws) for `undefined`
 /// and `null`.
-fn js_len(v: Option<V<'_, '_>>) -> Chars {
+fn js_len(v: Option<V<'_, '_>>, marks: Marks) -> Chars {
     match node(v?) {
-        Node::String(s) => Some(utf16_len(s) as f64),
+        Node::String(s) => Some(js::str_len(s, marks) as f64),
         Node::Array { len, .. } => Some(len as f64),
         Node::Static(StaticNode::Null) => None,
         _ => Some(f64::NAN),
@@ -90,7 +90,7 @@ fn js_len(v: Option<V<'_, '_>>) -> Chars {
 fn js_join_len(v: V<'_, '_>, marks: Marks) -> Option<u64> {
     let n = node(v);
     match n {
-        Node::String(s) => Some(utf16_len(s)),
+        Node::String(s) => Some(js::str_len(s, marks)),
         Node::Static(StaticNode::Null) => Some(0),
         Node::Static(StaticNode::Bool(b)) => Some(if b { 4 } else { 5 }),
         Node::Static(_) => marks.node_num(&n).map(|f| js::number_to_string(f).len() as u64),
@@ -109,7 +109,7 @@ pub fn content_chars(v: Option<V<'_, '_>>, marks: Marks) -> ContentChars {
     };
     match node(v) {
         Node::String(s) => {
-            let n = utf16_len(s);
+            let n = js::str_len(s, marks);
             ContentChars {
                 as_content: Some(n as f64),
                 // `for (const block of "text")` visits one-character strings: nothing counts.
@@ -159,10 +159,13 @@ pub fn content_chars(v: Option<V<'_, '_>>, marks: Marks) -> ContentChars {
                         // A string text (nearly always) is measured once for all three counts.
                         let (len, joined) = match text_v.map(node) {
                             Some(Node::String(s)) => {
-                                let n = utf16_len(s);
+                                let n = js::str_len(s, marks);
                                 (Some(n as f64), Some(n))
                             }
-                            _ => (js_len(text_v), text_v.map_or(Some(0), |tv| js_join_len(tv, marks))),
+                            _ => (
+                                js_len(text_v, marks),
+                                text_v.map_or(Some(0), |tv| js_join_len(tv, marks)),
+                            ),
                         };
                         // estimateTextAndImageContentChars: `block.text &&` guards the length.
                         if text_v.is_some_and(truthy) {
@@ -175,10 +178,10 @@ pub fn content_chars(v: Option<V<'_, '_>>, marks: Marks) -> ContentChars {
                     }
                     Some("image") => content = content.map(|c| c + 4800.0),
                     Some("thinking") => {
-                        assistant = assistant.zip(js_len(thinking_v)).map(|(a, b)| a + b);
+                        assistant = assistant.zip(js_len(thinking_v, marks)).map(|(a, b)| a + b);
                     }
                     Some("toolCall") => {
-                        let name = js_len(name_v);
+                        let name = js_len(name_v, marks);
                         // `None` (Pi throws) where JSON.stringify cannot go that deep.
                         let args = args_v
                             .and_then(|a| js::stringify_len_checked(a, marks))
@@ -327,8 +330,8 @@ pub fn message_of(v: V<'_, '_>, marks: Marks) -> Message {
         m.usage_truthy = truthy(u);
     }
     m.own_chars = match m.role {
-        Role::BashExecution => js_len(command).zip(js_len(output)).map(|(a, b)| a + b),
-        Role::BranchSummary | Role::CompactionSummary => js_len(summary),
+        Role::BashExecution => js_len(command, marks).zip(js_len(output, marks)).map(|(a, b)| a + b),
+        Role::BranchSummary | Role::CompactionSummary => js_len(summary, marks),
         _ => None,
     };
     if m.role == Role::System {
@@ -357,14 +360,18 @@ fn system_info(
     let mut chars = if content.nullish { Some(0.0) } else { content.as_content };
     if let Some(obj) = sections.and_then(|s| s.as_object()) {
         for (name, val) in obj.iter() {
-            if as_str(val).is_some_and(|s| marks.cut_len(s).is_some()) {
+            if as_str(val).is_some_and(|s| marks.cut(s).is_some()) {
                 js::note_cut_read();
             }
             if is_null(val) {
                 info.sections.push((name.into(), None));
             } else {
                 // `if (section) chars += section.length`: falsy values add nothing.
-                let len = if truthy(val) { js_len(Some(val)) } else { Some(0.0) };
+                let len = if truthy(val) {
+                    js_len(Some(val), marks)
+                } else {
+                    Some(0.0)
+                };
                 chars = chars.zip(len).map(|(a, b)| a + b);
                 info.sections.push((name.into(), Some(len)));
             }
@@ -521,7 +528,7 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
         EntryType::Compaction => {
             let (u, bad) = usage(f.usage);
             Body::Compaction(Box::new(Compaction {
-                summary_chars: js_len(f.summary),
+                summary_chars: js_len(f.summary, marks),
                 first_kept: key_of(f.first_kept, ctx),
                 first_kept_index: f.first_kept_index.and_then(|v| number(v, marks)),
                 tokens_before: jv(f.tokens_before, marks),
@@ -537,7 +544,7 @@ pub fn entry_of(v: V<'_, '_>, line: u32, offset: u64, ctx: &mut LineCtx) -> Entr
             let (u, bad) = usage(f.usage);
             Body::BranchSummary(Box::new(BranchSummary {
                 has_summary: f.summary.is_some_and(truthy),
-                summary_chars: js_len(f.summary),
+                summary_chars: js_len(f.summary, marks),
                 usage: u,
                 usage_not_object: bad,
             }))

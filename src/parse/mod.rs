@@ -7,6 +7,7 @@
 
 pub mod entry;
 pub mod extract;
+pub mod measure;
 pub mod text;
 
 use memchr::memchr_iter;
@@ -159,11 +160,12 @@ pub struct Scratch {
     buffers: simd_json::Buffers,
     tape: Option<Tape<'static>>,
     unique: u32,
-    images: memchr::memmem::Finder<'static>,
+    cutter: text::Cutter,
     /// The worker's read buffer (see [`Scratch::read_file`]).
     read: Vec<u8>,
-    /// Cut image payloads out of lines before parsing (see `text::copy_cutting_images`).
-    pub cut_images: bool,
+    /// Cut payloads of image, text and thinking blocks out of lines before parsing (see
+    /// `text::copy_cutting_payloads`).
+    pub cut_payloads: bool,
     /// Scratch of the cores that help with a big file.
     helpers: Vec<Scratch>,
 }
@@ -185,9 +187,9 @@ impl Default for Scratch {
             buffers: simd_json::Buffers::with_max_depth(64 * 1024, usize::MAX),
             tape: Some(Tape(Vec::with_capacity(4096))),
             unique: 0,
-            images: memchr::memmem::Finder::new(text::IMAGE_DATA),
+            cutter: text::Cutter::default(),
             read: Vec::new(),
-            cut_images: true,
+            cut_payloads: true,
             helpers: Vec::new(),
         }
     }
@@ -207,8 +209,11 @@ impl Scratch {
             buf.clear();
             buf.extend_from_slice(bytes);
         };
-        let cut = self.cut_images && text::copy_cutting_images(bytes, &mut self.line, &self.images);
-        if !self.cut_images {
+        // A repaired line's U+FFFF may stand for a lone surrogate, which `JSON.stringify`
+        // writes longer: such (rare) lines are parsed whole.
+        let cutting = self.cut_payloads && !marks.lone_surrogates;
+        let cut = cutting && text::copy_cutting_payloads(bytes, &mut self.line, &self.cutter);
+        if !cutting {
             whole(&mut self.line);
         }
         let unique = self.unique;
@@ -216,7 +221,7 @@ impl Scratch {
             line,
             offset,
             crate::js::Marks {
-                images_cut: cut,
+                payloads_cut: cut,
                 ..marks
             },
         );
@@ -307,9 +312,9 @@ impl Scratch {
             let mut helpers = std::mem::take(&mut self.helpers);
             helpers.resize_with(threads, Scratch::default);
             for h in &mut helpers {
-                h.cut_images = self.cut_images;
+                h.cut_payloads = self.cut_payloads;
             }
-            let read = crate::scan::source::read_lines(file, start, &mut buf, 4 * MIN_SEGMENT * threads, |lines| {
+            let read = crate::scan::source::read_lines(file, start, &mut buf, piece_bytes(threads), |lines| {
                 parser.lines_parallel(lines, self, &mut helpers)
             });
             self.helpers = helpers;
@@ -344,7 +349,11 @@ impl Scratch {
     /// same largest files), where it should depend only on the file being read.
     fn trim(&mut self) {
         const KEEP: usize = 1 << 20;
-        if self.read.capacity() > 2 * crate::scan::source::CHUNK {
+        // The read buffer of a big file is as big as its pieces whatever the file; dropped and
+        // grown again for each one, it was zeroed and faulted in again every time (2 % of a
+        // scan). Only what a very long line added is given back.
+        let pieces = piece_bytes(rayon::current_num_threads()).max(crate::scan::source::CHUNK);
+        if self.read.capacity() > 2 * pieces {
             self.read = Vec::new();
         }
         if self.line.capacity() > KEEP || self.repaired.capacity() > KEEP {
@@ -625,6 +634,11 @@ pub const PARALLEL_MIN: u64 = 8 << 20;
 /// The least a helper is given to parse.
 const MIN_SEGMENT: usize = 1 << 20;
 
+/// The bytes read at once from a big file, to be parsed by `threads` cores.
+fn piece_bytes(threads: usize) -> usize {
+    4 * MIN_SEGMENT * threads
+}
+
 fn describe(e: &Entry) -> String {
     match &e.ty {
         EntryType::Session => "a session header without a string id".into(),
@@ -749,15 +763,23 @@ mod tests {
     /// (a fixed count), inside tool-call arguments and tool lists (measured by
     /// `JSON.stringify`), as a section (measured by length) or an id (kept as JSON).
     #[test]
-    fn cut_images_change_nothing() {
+    fn cut_payloads_change_nothing() {
         let data = "iVBORw0KGgo".repeat(40);
         let img = format!(r#"{{"type":"image","data":"{data}","mimeType":"image/png"}}"#);
+        // Every kind of escape, characters of one to four bytes, and a pair written as escapes.
+        let prose =
+            r#"fn main() {\n\t\"quoted\" \\ back\/slash \b\f\r \u00e9\u0022\u005c\u001f\u007f é 日本 😀 \ud83d\ude00 "#
+                .repeat(6);
+        let text = format!(r#"{{"type":"text","text":"{prose}"}}"#);
+        let sig = "EqQBCkgIARABGAIiQ+/=".repeat(20);
+        let thinking = format!(r#"{{"type":"thinking","thinking":"{prose}","thinkingSignature":"{sig}"}}"#);
+        let short_thinking = format!(r#"{{"type":"thinking","thinking":"hm","thinkingSignature":"{sig}"}}"#);
         let lines = [
             format!(
-                r#"{{"type":"message","id":"a","parentId":null,"message":{{"role":"user","content":[{img},{{"type":"text","text":"hi"}}]}}}}"#
+                r#"{{"type":"message","id":"a","parentId":null,"message":{{"role":"user","content":[{img},{{"type":"text","text":"hi"}},{text}]}}}}"#
             ),
             format!(
-                r#"{{"type":"message","id":"b","parentId":"a","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"t","name":"n","arguments":{{"x":[{img}]}}}}]}}}}"#
+                r#"{{"type":"message","id":"b","parentId":"a","message":{{"role":"assistant","content":[{thinking},{short_thinking},{text},{{"type":"toolCall","id":"t","name":"n","arguments":{{"x":[{img},{text}]}}}}]}}}}"#
             ),
             format!(
                 r#"{{"type":"message","id":"c","parentId":"b","message":{{"role":"system","content":"s","sections":{img},"toolsAdded":[{{"name":"k","p":{img}}}]}}}}"#
@@ -765,22 +787,89 @@ mod tests {
             format!(r#"{{"type":"custom","id":{img},"parentId":"c"}}"#),
             format!(r#"{{"type":"custom","id":"d","parentId":"c","x":"\u0000","y":{img}}}"#),
             format!(r#"{{"type":"model_change","id":"e","parentId":"d","provider":{img},"modelId":"m"}}"#),
+            format!(r#"{{"type":"custom","id":{text},"parentId":"e"}}"#),
+            format!(
+                r#"{{"type":"message","id":"f","parentId":"e","message":{{"role":"system","content":"s","sections":{text}}}}}"#
+            ),
+            format!(
+                r#"{{"type":"custom_message","id":"g","parentId":"f","content":[{text},{thinking}],"data":{text}}}"#
+            ),
+            // Duplicate keys: the last one counts.
+            format!(
+                r#"{{"type":"message","id":"h","parentId":"g","message":{{"role":"user","content":[{{"type":"text","text":"{prose}","text":"short"}}]}}}}"#
+            ),
         ];
         let text = format!("{H}\n{}\n", lines.join("\n"));
-        let mut cutting = Scratch::default();
-        let mut whole = Scratch {
-            cut_images: false,
-            ..Scratch::default()
-        };
-        let a = parse_file(text.as_bytes(), &mut cutting);
-        let b = parse_file(text.as_bytes(), &mut whole);
-        assert_eq!(a.entries.len(), 7);
+        let (a, b) = parse_both(text.as_bytes());
+        assert_eq!(a.entries.len(), 11);
+        assert_eq!(a.stats.malformed_lines, 0);
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
         let mut out = Vec::new();
-        let finder = memchr::memmem::Finder::new(text::IMAGE_DATA);
-        assert!(text::copy_cutting_images(lines[0].as_bytes(), &mut out, &finder));
-        assert!(out.len() < lines[0].len() - 400);
-        assert!(!text::copy_cutting_images(lines[4].as_bytes(), &mut out, &finder));
+        let finder = text::Cutter::default();
+        assert!(text::copy_cutting_payloads(lines[0].as_bytes(), &mut out, &finder));
+        assert!(out.len() < lines[0].len() - 400 - prose.len());
+        if measure::available() {
+            // Text, thinking and the signature after it are cut too.
+            assert!(text::copy_cutting_payloads(lines[1].as_bytes(), &mut out, &finder));
+            assert!(out.len() < lines[1].len() - 2 * prose.len() - sig.len());
+        }
+        assert!(!text::copy_cutting_payloads(lines[4].as_bytes(), &mut out, &finder));
+    }
+
+    /// Parse a file with payloads cut and whole.
+    fn parse_both(text: &[u8]) -> (ParsedFile, ParsedFile) {
+        let mut cutting = Scratch::default();
+        let mut whole = Scratch {
+            cut_payloads: false,
+            ..Scratch::default()
+        };
+        (parse_file(text, &mut cutting), parse_file(text, &mut whole))
+    }
+
+    proptest::proptest! {
+        /// Text payloads made of any mix of escapes (valid or not), raw characters (control
+        /// characters and bytes that are not UTF-8 too) and lone surrogates: the parse with
+        /// payloads cut equals the parse of the whole lines, valid, repaired or rejected.
+        #[test]
+        fn cut_text_payloads_parse_as_whole(
+            pieces in proptest::collection::vec(0usize..18, 0..200),
+            reps in 1usize..4,
+            bad in proptest::option::of((0usize..9, proptest::arbitrary::any::<proptest::sample::Index>())),
+        ) {
+            const GOOD: [&[u8]; 18] = [
+                b"plain ascii words ", b"\\n", b"\\\"", b"\\\\", b"\\/", b"\\b", b"\\t", b"\\u00e9",
+                b"\\u001f", b"\\u0022", b"\\uD83D\\uDE00", "é".as_bytes(), "日本".as_bytes(),
+                "😀".as_bytes(), b"\x7f", "\u{2028}".as_bytes(), b"\\u005c", b"\\u000A",
+            ];
+            const BAD: [&[u8]; 9] = [
+                b"\\ud800", b"\\udc00x", b"\\ud83d\\u0041", b"\x01", b"\xff", b"\xe2\x82", b"\\x",
+                b"\\u12", b"\\",
+            ];
+            let mut payload = Vec::new();
+            for _ in 0..reps {
+                for &p in &pieces {
+                    payload.extend_from_slice(GOOD[p]);
+                }
+            }
+            if let Some((b, at)) = bad {
+                let at = at.index(payload.len() + 1);
+                // Keep UTF-8 sequences whole: insert at a character boundary.
+                let at = (0..=at).rev().find(|&i| i == payload.len() || (payload[i] as i8) >= -0x40).unwrap_or(0);
+                payload.splice(at..at, BAD[b].iter().copied());
+            }
+            let mut file = format!("{H}\n").into_bytes();
+            for block in [&b"{\"type\":\"text\",\"text\":\""[..], b"{\"type\":\"thinking\",\"thinking\":\""] {
+                file.extend_from_slice(br#"{"type":"message","id":"a","parentId":null,"message":{"role":"assistant","content":["#);
+                file.extend_from_slice(block);
+                file.extend_from_slice(&payload);
+                file.extend_from_slice(br#""},{"type":"toolCall","name":"n","arguments":{"a":"#);
+                file.extend_from_slice(block);
+                file.extend_from_slice(&payload);
+                file.extend_from_slice(b"\"}}}]}}\n");
+            }
+            let (a, b) = parse_both(&file);
+            proptest::prop_assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        }
     }
 
     /// A big file parsed in pieces split between helpers gives exactly the parse in one go:

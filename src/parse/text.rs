@@ -114,56 +114,125 @@ pub fn repair_line(line: &[u8], out: &mut Vec<u8>) -> Repair {
     repair
 }
 
-/// How Pi writes the start of an image block; its base64 payload follows.
-pub const IMAGE_DATA: &[u8] = br#"{"type":"image","data":""#;
+/// How Pi writes the start of a content block; its type follows.
+pub const BLOCK_START: &[u8] = br#"{"type":""#;
 
 /// Payloads shorter than this are left in place: cutting them does not pay.
 const MIN_CUT: usize = 256;
 
-/// Copy `line` into `out`, cutting the payload out of every image block Pi wrote: pisa counts
-/// an image as a fixed number of characters and never needs its bytes, which are a fifth of
-/// a typical session file. A payload of `n` bytes becomes the string `"\u0000n"`; readers
-/// that could meet it (a generic walk of a value) ask [`Marks::cut_len`], and the line is read
-/// again whole if one needs the content. Returns whether anything was cut.
+/// The blocks whose payload is cut: what follows `{"type":"` up to the payload's first byte.
+/// Images carry base64; text and thinking blocks carry prose, code and tool output. Together
+/// they are about two thirds of the bytes of a realistic session file, and pisa only ever
+/// needs their lengths.
+const CUT_BLOCKS: [(&[u8], Payload); 3] = [
+    (br#"image","data":""#, Payload::Base64),
+    (br#"text","text":""#, Payload::Text),
+    (br#"thinking","thinking":""#, Payload::Text),
+];
+
+#[derive(Clone, Copy)]
+enum Payload {
+    /// Printable ASCII without `"` or `\`: its bytes are its length every way it is measured.
+    Base64,
+    /// Any JSON string content.
+    Text,
+}
+
+/// What a cut payload stood for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    /// UTF-16 units of the string it holds (`String#length`).
+    pub units: u64,
+    /// `JSON.stringify(s).length - 2`.
+    pub json: u64,
+}
+
+/// Copy `line` into `out`, cutting the payload out of every image, text and thinking block Pi
+/// wrote: pisa needs only their lengths (in UTF-16 units, and as `JSON.stringify` writes
+/// them), which are measured here, once, without simd-json copying and unescaping the bytes.
+/// A payload becomes the string `"\u0000<units>_<json>"`; readers that could meet it ask
+/// [`crate::js::Marks::cut`], and the line is read again whole if one needs the content.
+/// Returns whether anything was cut.
 ///
-/// Only sure cases are cut: the pattern `{"type":"image","data":"` can only stand at a
-/// value's start in valid JSON (inside a string its quotes would be escaped), the payload
-/// must be printable ASCII without `"` or `\` (so the cut keeps a valid line valid and an
-/// invalid one invalid), and the line must not hold the escape `\u0000` anywhere (so no
-/// other string of the line begins with U+0000).
-pub fn copy_cutting_images(line: &[u8], out: &mut Vec<u8>, finder: &memchr::memmem::Finder<'_>) -> bool {
+/// Only sure cases are cut, so that the cut line is valid JSON exactly when the line is, and
+/// parses to the same values but for the payloads:
+/// - the pattern `{"type":"…","…":"` can only stand at a value's start in valid JSON (inside
+///   a string its quotes would be escaped);
+/// - the payload must be a string JSON.parse and simd-json both accept as it is: valid UTF-8,
+///   no raw control character, only valid escapes, and no lone surrogate escape (`\uD800` to
+///   `\uDFFF` not in a pair: it takes the repair path, which measures it differently);
+/// - the line must not hold the escape `\u0000` anywhere (so no other string of the line
+///   begins with U+0000).
+pub fn copy_cutting_payloads(line: &[u8], out: &mut Vec<u8>, cutter: &Cutter) -> bool {
     out.clear();
-    let Some(first) = finder.find(line) else {
+    let Some(first) = cutter.blocks.find(line) else {
         out.extend_from_slice(line);
         return false;
     };
-    if memchr::memmem::find(line, br"\u0000").is_some() {
+    if cutter.nul.find(line).is_some() {
         out.extend_from_slice(line);
         return false;
     }
     let mut copied = 0;
     let mut cut = false;
     let mut at = Some(first);
+    // Cut the payload starting at `data`, measured by `kind`; where the line goes on.
+    let mut cut_at = |data: usize, kind: Payload, copied: &mut usize| {
+        let measured = match kind {
+            Payload::Base64 => measure_base64(&line[data..]),
+            Payload::Text => super::measure::json_string(&line[data..]),
+        };
+        let (bytes, c) = measured.filter(|&(bytes, _)| bytes >= MIN_CUT)?;
+        out.extend_from_slice(&line[*copied..data]);
+        // Writing to a Vec cannot fail.
+        let _ = write!(out, "\\u0000{}_{}", c.units, c.json);
+        *copied = data + bytes;
+        cut = true;
+        Some(data + bytes)
+    };
     while let Some(p) = at {
-        let data = p + IMAGE_DATA.len();
-        let payload = &line[data..];
-        let mut next = data;
-        if let Some(n) = memchr::memchr2(b'"', b'\\', payload)
-            && payload[n] == b'"'
-            && n >= MIN_CUT
-            && printable_ascii(&payload[..n])
-        {
-            out.extend_from_slice(&line[copied..data]);
-            // Writing to a Vec cannot fail.
-            let _ = write!(out, "\\u0000{n}");
-            copied = data + n;
-            next = data + n;
-            cut = true;
+        let ty = p + BLOCK_START.len();
+        let mut next = ty;
+        let rest = &line[ty..];
+        if let Some(&(pattern, kind)) = CUT_BLOCKS.iter().find(|(pattern, _)| rest.starts_with(pattern)) {
+            let data = ty + pattern.len();
+            next = cut_at(data, kind, &mut copied).unwrap_or(data);
+            // A thinking block's signature (opaque, never read) follows its text.
+            if pattern == CUT_BLOCKS[2].0 && line[next..].starts_with(SIGNATURE) {
+                let data = next + SIGNATURE.len();
+                next = cut_at(data, Payload::Text, &mut copied).unwrap_or(data);
+            }
         }
-        at = finder.find(&line[next..]).map(|i| i + next);
+        at = cutter.blocks.find(&line[next..]).map(|i| i + next);
     }
     out.extend_from_slice(&line[copied..]);
     cut
+}
+
+/// What follows a thinking block's text when Pi wrote its signature.
+const SIGNATURE: &[u8] = br#"","thinkingSignature":""#;
+
+/// The searchers [`copy_cutting_payloads`] uses, made once per worker.
+#[derive(Debug)]
+pub struct Cutter {
+    blocks: memchr::memmem::Finder<'static>,
+    nul: memchr::memmem::Finder<'static>,
+}
+
+impl Default for Cutter {
+    fn default() -> Cutter {
+        Cutter {
+            blocks: memchr::memmem::Finder::new(BLOCK_START),
+            nul: memchr::memmem::Finder::new(br"\u0000"),
+        }
+    }
+}
+
+/// A base64 payload up to its closing quote, if it is one: its bytes and what they hold.
+fn measure_base64(payload: &[u8]) -> Option<(usize, Cut)> {
+    let n = memchr::memchr2(b'"', b'\\', payload)?;
+    let len = n as u64;
+    (payload[n] == b'"' && printable_ascii(&payload[..n])).then_some((n, Cut { units: len, json: len }))
 }
 
 /// Every byte is printable ASCII (`0x20..0x80`). Checked 64 bytes at a time without an early
