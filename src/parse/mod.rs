@@ -794,6 +794,10 @@ mod tests {
             format!(
                 r#"{{"type":"custom_message","id":"g","parentId":"f","content":[{text},{thinking}],"data":{text}}}"#
             ),
+            // U+0000 inside a payload only: the payload is cut.
+            format!(
+                r#"{{"type":"message","id":"i","parentId":"h","message":{{"role":"user","content":[{{"type":"text","text":"\u0000{prose}"}}]}}}}"#
+            ),
             // Duplicate keys: the last one counts.
             format!(
                 r#"{{"type":"message","id":"h","parentId":"g","message":{{"role":"user","content":[{{"type":"text","text":"{prose}","text":"short"}}]}}}}"#
@@ -801,7 +805,7 @@ mod tests {
         ];
         let text = format!("{H}\n{}\n", lines.join("\n"));
         let (a, b) = parse_both(text.as_bytes());
-        assert_eq!(a.entries.len(), 11);
+        assert_eq!(a.entries.len(), 12);
         assert_eq!(a.stats.malformed_lines, 0);
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
         let mut out = Vec::new();
@@ -814,6 +818,9 @@ mod tests {
             assert!(out.len() < lines[1].len() - 2 * prose.len() - sig.len());
         }
         assert!(!text::copy_cutting_payloads(lines[4].as_bytes(), &mut out, &finder));
+        if measure::available() {
+            assert!(text::copy_cutting_payloads(lines[9].as_bytes(), &mut out, &finder));
+        }
     }
 
     /// Parse a file with payloads cut and whole.

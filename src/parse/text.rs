@@ -169,13 +169,17 @@ pub fn copy_cutting_payloads(line: &[u8], out: &mut Vec<u8>, cutter: &Cutter) ->
         out.extend_from_slice(line);
         return false;
     };
-    if cutter.nul.find(line).is_some() {
-        out.extend_from_slice(line);
-        return false;
-    }
     let mut copied = 0;
     let mut cut = false;
+    // The escape `\u0000` in what stays of the line (a cut payload may hold it: it is gone).
+    // Looked for only in what is copied: a payload begins and ends next to a quote, which no
+    // escape spans.
+    let mut nul = false;
     let mut at = Some(first);
+    let mut copy = |out: &mut Vec<u8>, part: &[u8]| {
+        nul |= cutter.nul.find(part).is_some();
+        out.extend_from_slice(part);
+    };
     // Cut the payload starting at `data`, measured by `kind`; where the line goes on.
     let mut cut_at = |data: usize, kind: Payload, copied: &mut usize| {
         let measured = match kind {
@@ -183,7 +187,7 @@ pub fn copy_cutting_payloads(line: &[u8], out: &mut Vec<u8>, cutter: &Cutter) ->
             Payload::Text => super::measure::json_string(&line[data..]),
         };
         let (bytes, c) = measured.filter(|&(bytes, _)| bytes >= MIN_CUT)?;
-        out.extend_from_slice(&line[*copied..data]);
+        copy(out, &line[*copied..data]);
         // Writing to a Vec cannot fail.
         let _ = write!(out, "\\u0000{}_{}", c.units, c.json);
         *copied = data + bytes;
@@ -205,7 +209,13 @@ pub fn copy_cutting_payloads(line: &[u8], out: &mut Vec<u8>, cutter: &Cutter) ->
         }
         at = cutter.blocks.find(&line[next..]).map(|i| i + next);
     }
-    out.extend_from_slice(&line[copied..]);
+    copy(out, &line[copied..]);
+    if nul && cut {
+        // Another string of the line could begin with U+0000 and pass for a cut payload.
+        out.clear();
+        out.extend_from_slice(line);
+        return false;
+    }
     cut
 }
 
