@@ -235,7 +235,7 @@ pub struct Cache {
     /// This run's spill id, and its file (made by [`Cache::spill`], kept by [`Cache::save`]
     /// if the new index points into it).
     run: u64,
-    run_file: Mutex<Option<tempfile::NamedTempFile>>,
+    run_file: std::sync::OnceLock<tempfile::NamedTempFile>,
     /// The kept spills the old index points into, opened: their ids, and their files until
     /// [`Cache::spill`] takes them.
     kept_ids: HashMap<u64, u32>,
@@ -363,7 +363,7 @@ impl Cache {
             dir: dir.to_path_buf(),
             old,
             run,
-            run_file: Mutex::new(None),
+            run_file: std::sync::OnceLock::new(),
             kept_ids,
             kept_files: Mutex::new(kept_files),
             retired,
@@ -385,7 +385,8 @@ impl Cache {
             .and_then(|tmp| Ok((tmp.as_file().try_clone()?, tmp)));
         match made {
             Ok((file, tmp)) => {
-                *self.run_file.lock().expect("cache lock") = Some(tmp);
+                // Called once: a second spill would not be kept.
+                let _ = self.run_file.set(tmp);
                 Spill::with_file(Some(file), kept)
             }
             Err(e) => {
@@ -399,7 +400,7 @@ impl Cache {
     /// the next run; `None` when this run's spill is not in the cache folder.
     pub fn bulk(&self, span: crate::corpus::spill::Span, parts: [u64; 3], hash: u64) -> Option<Bulk> {
         let (offset, len) = span.in_file()?;
-        if self.run_file.lock().expect("cache lock").is_none() || len != parts.iter().sum::<u64>() {
+        if self.run_file.get().is_none() || len != parts.iter().sum::<u64>() {
             return None;
         }
         Some(Bulk {
@@ -529,7 +530,7 @@ impl Cache {
                 }
             }
         }
-        let run_file = self.run_file.into_inner().expect("cache lock");
+        let run_file = self.run_file.into_inner();
         if !changed {
             return Ok(());
         }

@@ -198,11 +198,12 @@ enum Settled {
     Rejected(Box<RejectedFile>),
 }
 
-/// A session's bulk as written to the spill: where, the bytes of each part, their hash.
+/// A session's bulk as written to the spill: where, the bytes of each part, and the bytes (for
+/// the cache's hash; without a cache they are only dropped).
 struct Written {
     span: Span,
     parts: [u64; 3],
-    hash: u64,
+    bytes: Vec<u8>,
 }
 
 impl Outcome {
@@ -219,19 +220,14 @@ impl Outcome {
                     call_totals,
                 } = *f;
                 let parts = [doc.len() as u64, identities.len() as u64, call_totals.len() as u64];
-                let mut bulk = Vec::with_capacity(parts.iter().sum::<u64>() as usize);
-                bulk.extend_from_slice(doc.as_bytes());
-                bulk.extend_from_slice(&identities);
-                bulk.extend_from_slice(&call_totals);
-                let span = spill.put(&bulk);
-                let written = Written {
-                    span,
-                    parts,
-                    hash: cache::hash(&bulk),
-                };
+                let mut bytes = Vec::with_capacity(parts.iter().sum::<u64>() as usize);
+                bytes.extend_from_slice(doc.as_bytes());
+                bytes.extend_from_slice(&identities);
+                bytes.extend_from_slice(&call_totals);
+                let span = spill.put(&bytes);
                 (
                     Settled::Session(Box::new(with_bulk(summary, span, parts))),
-                    Some(written),
+                    Some(Written { span, parts, bytes }),
                 )
             }
         }
@@ -411,7 +407,7 @@ fn analyze_cached(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: &Cach
             blob = cache::Blob::None;
             None
         }
-        (Settled::Session(_), Some(w)) => match cache.bulk(w.span, w.parts, w.hash) {
+        (Settled::Session(_), Some(w)) => match cache.bulk(w.span, w.parts, cache::hash(&w.bytes)) {
             Some(b) => Some(b),
             // No spill in the cache folder: nothing of this session can be cached.
             None => return settled,

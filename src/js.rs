@@ -305,7 +305,7 @@ impl Marks {
 
     /// What the cut payload `s` stands for, if it stands for one. Only cut payloads begin
     /// with U+0000 in a line whose payloads were cut: a line holding the escape `\u0000`
-    /// anywhere is never cut.
+    /// outside its cut payloads is never cut.
     #[inline]
     pub fn cut(self, s: &str) -> Option<crate::parse::text::Cut> {
         if !self.payloads_cut || s.as_bytes().first() != Some(&0) {

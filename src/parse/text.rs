@@ -161,8 +161,8 @@ pub struct Cut {
 /// - the payload must be a string JSON.parse and simd-json both accept as it is: valid UTF-8,
 ///   no raw control character, only valid escapes, and no lone surrogate escape (`\uD800` to
 ///   `\uDFFF` not in a pair: it takes the repair path, which measures it differently);
-/// - the line must not hold the escape `\u0000` anywhere (so no other string of the line
-///   begins with U+0000).
+/// - what stays of the line must not hold the escape `\u0000` (so no other string of the
+///   line begins with U+0000).
 pub fn copy_cutting_payloads(line: &[u8], out: &mut Vec<u8>, cutter: &Cutter) -> bool {
     out.clear();
     let Some(first) = cutter.blocks.find(line) else {
