@@ -631,8 +631,10 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// Files from this size on are parsed by several cores (see [`FileParser::lines_parallel`]).
 pub const PARALLEL_MIN: u64 = 8 << 20;
 
-/// The least a helper is given to parse.
-const MIN_SEGMENT: usize = 1 << 20;
+/// The least a helper is given to parse. Small enough that a piece read by one core is still
+/// in the caches when the cores parse it: with 1 MB segments (8 MB pieces) a scan of the
+/// 1.5 GB corpus took 5 % longer and held 7 MB more.
+const MIN_SEGMENT: usize = 1 << 17;
 
 /// The bytes read at once from a big file, to be parsed by `threads` cores.
 fn piece_bytes(threads: usize) -> usize {
