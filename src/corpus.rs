@@ -9,7 +9,7 @@
 pub mod spill;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hashbrown::{HashMap, HashSet};
@@ -270,9 +270,24 @@ pub fn analyze_files(
 ) -> Result<Corpus, crate::Error> {
     let bytes = AtomicU64::new(0);
     let spill = Arc::new(cache.map_or_else(Spill::new, Cache::spill));
+    // Each core's buffers, kept from file to file. A core that takes up a file while waiting
+    // for help with another (see `FileParser::lines_parallel`) finds its own in use and works
+    // with fresh ones.
+    let scratches: Vec<Mutex<Scratch>> = (0..rayon::current_num_threads()).map(|_| Mutex::default()).collect();
     let outcomes: Vec<Settled> = files
         .par_iter()
-        .map_init(Scratch::default, |scratch, f| {
+        // One file per task: an idle core can take any file not yet begun. With runs of files
+        // that one core works through alone, the other waited up to a fifth of a scan at its end.
+        .with_max_len(1)
+        .map(|f| {
+            let mut own = rayon::current_thread_index()
+                .and_then(|i| scratches.get(i))
+                .and_then(|m| m.try_lock().ok());
+            let mut fresh = None;
+            let scratch = match own.as_deref_mut() {
+                Some(s) => s,
+                None => fresh.insert(Scratch::default()),
+            };
             let out = analyze_one(f, keep, scratch, cache, &spill);
             bytes.fetch_add(f.size, Ordering::Relaxed);
             if let Some(p) = progress {
