@@ -311,9 +311,24 @@ impl Marks {
         if !self.payloads_cut || s.as_bytes().first() != Some(&0) {
             return None;
         }
+        if s.as_bytes().get(1) == Some(&b'=') {
+            // A cut value (not a string) read as a string: only the whole line can tell.
+            note_cut_read();
+            return None;
+        }
         let (units, json) = s[1..].split_once('_')?;
         let (units, json) = (units.parse().ok()?, json.parse().ok()?);
         Some(crate::parse::text::Cut { units, json })
+    }
+
+    /// `JSON.stringify(value).length` of the value (tool-call arguments) that `s` stands for,
+    /// if it stands for one (see `parse::text::copy_cutting_payloads`).
+    #[inline]
+    pub fn cut_value(self, s: &str) -> Option<u64> {
+        if !self.payloads_cut {
+            return None;
+        }
+        s.strip_prefix("\0=")?.parse().ok()
     }
 
     /// The number a tape node holds, if it is one.
@@ -330,6 +345,10 @@ impl Marks {
 
 /// `JSON.stringify(s).length` for a string whose content is `s`.
 pub fn stringify_str_len(s: &str, marks: Marks) -> u64 {
+    if let Some(json) = marks.cut_value(s) {
+        // Not a string at all: the value it stands for.
+        return json;
+    }
     if let Some(c) = marks.cut(s) {
         return 2 + c.json;
     }

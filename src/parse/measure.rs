@@ -125,10 +125,18 @@ fn portable_masks(block: &[u8; 64]) -> Masks {
 /// The code unit of the escape `\uXXXX` at `at`, if it is one.
 fn hex_unit(payload: &[u8], at: usize) -> Option<u16> {
     let escape = payload.get(at..at + 6)?;
-    if &escape[..2] != br"\u" || !escape[2..].iter().all(u8::is_ascii_hexdigit) {
+    if &escape[..2] != br"\u" {
         return None;
     }
-    u16::from_str_radix(std::str::from_utf8(&escape[2..]).ok()?, 16).ok()
+    escape[2..].iter().try_fold(0u16, |unit, &c| {
+        let digit = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        Some(unit << 4 | u16::from(digit))
+    })
 }
 
 #[inline(always)]
@@ -216,6 +224,151 @@ fn measure(payload: &[u8], masks: impl Fn(&[u8; 64]) -> Masks) -> Option<(usize,
     }
 }
 
+/// The deepest object [`json_object`] measures (tool-call arguments nest a few levels).
+const MAX_OBJECT_DEPTH: usize = 32;
+
+/// The most keys of one object [`json_object`] checks for repeats.
+const MAX_OBJECT_KEYS: usize = 32;
+
+/// The JSON object at the start of `bytes`, written as `JSON.stringify` writes it: its bytes and
+/// `JSON.stringify(JSON.parse(object)).length`. Where `JSON.stringify` would write the value
+/// back differently in length, `None`: whitespace between tokens, a repeated key (`JSON.parse`
+/// keeps one), a key with an escape (a repeat could hide behind it), a number not in its
+/// shortest form (`1.0`, `1e2`, `-0`), a string [`json_string`] does not take, nesting deeper
+/// than [`MAX_OBJECT_DEPTH`] or an object of more than [`MAX_OBJECT_KEYS`] keys. The order of
+/// keys (`JSON.stringify` puts integer-like ones first) changes no length.
+pub fn json_object(bytes: &[u8]) -> Option<(usize, u64)> {
+    if bytes.first() != Some(&b'{') {
+        return None;
+    }
+    // Per open container: whether it is an object, and where its keys start in `keys`.
+    let mut open: [(bool, usize); MAX_OBJECT_DEPTH] = [(false, 0); MAX_OBJECT_DEPTH];
+    let mut depth = 0;
+    let mut keys: [&[u8]; MAX_OBJECT_KEYS * 2] = [&[]; MAX_OBJECT_KEYS * 2];
+    let mut key_count = 0;
+    let mut i = 0;
+    let mut total = 0u64;
+    // Whether a value is expected next (else a separator or an end).
+    let mut value = true;
+    loop {
+        let b = *bytes.get(i)?;
+        if value {
+            match b {
+                b'{' | b'[' => {
+                    if depth == MAX_OBJECT_DEPTH {
+                        return None;
+                    }
+                    open[depth] = (b == b'{', key_count);
+                    depth += 1;
+                    total += 1;
+                    i += 1;
+                    match (b, bytes.get(i)?) {
+                        (b'{', b'}') | (b'[', b']') => {
+                            depth -= 1;
+                            total += 1;
+                            i += 1;
+                            value = false;
+                        }
+                        (b'{', _) => i = object_key(bytes, i, &mut total, &open[depth - 1], &mut keys, &mut key_count)?,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        return Some((i, total));
+                    }
+                    continue;
+                }
+                b'"' => {
+                    let (n, cut) = json_string(&bytes[i + 1..])?;
+                    total += 2 + cut.json;
+                    i += n + 2;
+                }
+                b't' if bytes[i..].starts_with(b"true") => (total, i) = (total + 4, i + 4),
+                b'f' if bytes[i..].starts_with(b"false") => (total, i) = (total + 5, i + 5),
+                b'n' if bytes[i..].starts_with(b"null") => (total, i) = (total + 4, i + 4),
+                b'-' | b'0'..=b'9' => {
+                    let n = shortest_number(&bytes[i..])?;
+                    total += n as u64;
+                    i += n;
+                }
+                _ => return None,
+            }
+            value = false;
+            continue;
+        }
+        let (object, first_key) = open[depth - 1];
+        match b {
+            b',' => {
+                total += 1;
+                i += 1;
+                if object {
+                    i = object_key(bytes, i, &mut total, &open[depth - 1], &mut keys, &mut key_count)?;
+                }
+                value = true;
+            }
+            b'}' | b']' if (b == b'}') == object => {
+                key_count = first_key;
+                depth -= 1;
+                total += 1;
+                i += 1;
+                if depth == 0 {
+                    return Some((i, total));
+                }
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The key at `at` of the object `open` (and its colon): where its value starts. Adds its
+/// length and remembers it among the object's keys, `None` on a repeat or an escape.
+fn object_key<'a>(
+    bytes: &'a [u8],
+    at: usize,
+    total: &mut u64,
+    open: &(bool, usize),
+    keys: &mut [&'a [u8]; MAX_OBJECT_KEYS * 2],
+    key_count: &mut usize,
+) -> Option<usize> {
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    // Keys are short and plain: up to the quote, no escape, no control character.
+    let n = memchr::memchr2(b'"', b'\\', &bytes[at + 1..])?;
+    let key = &bytes[at + 1..at + 1 + n];
+    if bytes[at + 1 + n] != b'"' || key.iter().any(|&b| b < 0x20) || *key_count == keys.len() || *key_count - open.1 == MAX_OBJECT_KEYS {
+        return None;
+    }
+    let units = crate::js::utf16_len(std::str::from_utf8(key).ok()?);
+    if keys[open.1..*key_count].contains(&key) {
+        return None;
+    }
+    keys[*key_count] = key;
+    *key_count += 1;
+    let colon = at + n + 2;
+    (bytes.get(colon) == Some(&b':')).then(|| {
+        *total += 2 + units + 1;
+        colon + 1
+    })
+}
+
+/// The length of the number token at the start of `bytes` if `JSON.stringify` writes its value
+/// back the same (then its length is the token's).
+fn shortest_number(bytes: &[u8]) -> Option<usize> {
+    let end = bytes
+        .iter()
+        .position(|b| !matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+        .unwrap_or(bytes.len());
+    let token = &bytes[..end];
+    let digits = token.strip_prefix(b"-").unwrap_or(token);
+    // Integers up to 15 digits without a leading zero are written as they are (but `-0`).
+    if !digits.is_empty() && digits.len() <= 15 && digits.iter().all(u8::is_ascii_digit) {
+        return (digits == b"0" && token.len() == 1 || digits[0] != b'0').then_some(end);
+    }
+    let text = std::str::from_utf8(token).ok()?;
+    let value: f64 = text.parse().ok()?;
+    (value.is_finite() && crate::js::number_to_string(value) == text).then_some(end)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,6 +434,112 @@ mod tests {
         }
         std::str::from_utf8(&payload[..end]).ok()?;
         Some((end, Cut { units, json }))
+    }
+
+    /// A random JSON value for [`objects_measure_as_stringify`]: mostly as `JSON.stringify`
+    /// writes values, sometimes not (whitespace, repeated or escaped keys, numbers not in their
+    /// shortest form, strings `json_string` refuses, deep nesting).
+    fn random_value(next: &mut impl FnMut() -> u64, depth: usize, out: &mut Vec<u8>) {
+        const STRINGS: [&[u8]; 9] = [
+            b"src/main.rs",
+            b"line\\none \\\"quoted\\\" \\u001b[0m",
+            "é 日本 😀".as_bytes(),
+            b"",
+            b"\\/",
+            b"\\ud800",
+            b"\x01",
+            b"\\uD83D\\uDE00",
+            b"\\u00e9",
+        ];
+        const NUMBERS: [&[u8]; 14] = [
+            b"0", b"-0", b"7", b"-12", b"123456789012345", b"1234567890123456789", b"1.5", b"1.0", b"1e2",
+            b"1e+21", b"0.1", b"-2.5e-7", b"01", b"1.",
+        ];
+        const KEYS: [&[u8]; 8] = [b"path", b"edits", b"oldText", b"1", b"a\\u0062", b"", b"__proto__", b"path"];
+        let pick = |next: &mut dyn FnMut() -> u64, n: usize| (next() % n as u64) as usize;
+        match if depth > 5 { 2 + pick(next, 3) } else { pick(next, 5) } {
+            0 => {
+                out.push(b'{');
+                for k in 0..pick(next, 5) {
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    if pick(next, 40) == 0 {
+                        out.push(b' ');
+                    }
+                    out.push(b'"');
+                    out.extend_from_slice(KEYS[pick(next, KEYS.len())]);
+                    out.extend_from_slice(b"\":");
+                    random_value(next, depth + 1, out);
+                }
+                out.push(b'}');
+            }
+            1 => {
+                out.push(b'[');
+                for k in 0..pick(next, 4) {
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    random_value(next, depth + 1, out);
+                }
+                out.push(b']');
+            }
+            2 => {
+                out.push(b'"');
+                for _ in 0..pick(next, 4) {
+                    let kinds = if pick(next, 8) == 0 { 9 } else { 5 };
+                    out.extend_from_slice(STRINGS[pick(next, kinds)]);
+                }
+                out.push(b'"');
+            }
+            3 => {
+                let kinds = if pick(next, 4) == 0 { 14 } else { 5 };
+                out.extend_from_slice(NUMBERS[pick(next, kinds)]);
+            }
+            _ => out.extend_from_slice([&b"true"[..], b"false", b"null"][pick(next, 3)]),
+        }
+    }
+
+    /// Random objects: where `json_object` measures one, simd-json parses it and
+    /// `JSON.stringify`'s length as pisa computes it from the tape (repeated keys dropped,
+    /// numbers written back shortest) is the same; and it measures most of them.
+    #[test]
+    fn objects_measure_as_stringify() {
+        if !available() {
+            return;
+        }
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut measured, mut objects) = (0, 0);
+        let mut buffers = simd_json::Buffers::default();
+        for _ in 0..30_000 {
+            let mut text = b"{".to_vec();
+            let mut value = Vec::new();
+            random_value(&mut next, 1, &mut value);
+            if value.starts_with(b"{") {
+                text = value;
+            } else {
+                text.extend_from_slice(b"\"v\":");
+                text.extend_from_slice(&value);
+                text.push(b'}');
+            }
+            objects += 1;
+            let mut line = text.clone();
+            line.extend_from_slice(br#"},"more":"x"}"#);
+            let Some((bytes, len)) = json_object(&line) else { continue };
+            measured += 1;
+            let shown = String::from_utf8_lossy(&text).into_owned();
+            assert_eq!(bytes, text.len(), "{shown}");
+            let mut parsed = text.clone();
+            let tape = simd_json::to_tape_with_buffers(&mut parsed, &mut buffers).unwrap_or_else(|e| panic!("{shown}: {e}"));
+            assert_eq!(len, crate::js::stringify_len(tape.as_value(), crate::js::Marks::default()), "{shown}");
+        }
+        assert!(measured > objects / 4, "{measured} of {objects} measured");
     }
 
     /// Random strings of escapes (valid or not), characters of one to four bytes, control

@@ -815,9 +815,10 @@ mod tests {
         assert!(text::copy_cutting_payloads(lines[0].as_bytes(), &mut out, &finder));
         assert!(out.len() < lines[0].len() - 400 - prose.len());
         if measure::available() {
-            // Text, thinking and the signature after it are cut too.
+            // Text, thinking and the signature after it are cut too, and tool-call arguments.
             assert!(text::copy_cutting_payloads(lines[1].as_bytes(), &mut out, &finder));
-            assert!(out.len() < lines[1].len() - 2 * prose.len() - sig.len());
+            assert!(out.len() < lines[1].len() - 3 * prose.len() - sig.len() - data.len());
+            assert!(std::str::from_utf8(&out).unwrap().contains(r#""arguments":"\u0000="#));
         }
         assert!(!text::copy_cutting_payloads(lines[4].as_bytes(), &mut out, &finder));
         if measure::available() {
@@ -876,6 +877,12 @@ mod tests {
                 file.extend_from_slice(&payload);
                 file.extend_from_slice(b"\"}}}]}}\n");
             }
+            // Tool-call arguments as Pi writes them, measured whole.
+            file.extend_from_slice(br#"{"type":"message","id":"b","parentId":"a","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"edit","arguments":{"path":"a.rs","edits":[{"oldText":""#);
+            file.extend_from_slice(&payload);
+            file.extend_from_slice(br#"","n":[1,2.5,-3]}],"p":""#);
+            file.extend_from_slice(&payload);
+            file.extend_from_slice(b"\"}}]}}\n");
             let (a, b) = parse_both(&file);
             proptest::prop_assert_eq!(format!("{a:?}"), format!("{b:?}"));
         }

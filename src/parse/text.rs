@@ -7,8 +7,6 @@
 //! parse failed, so well-formed lines never pay for it; [`Marks`] tells the readers of the
 //! tape how to undo the stand-ins.
 
-use std::io::Write;
-
 use crate::js::Marks;
 
 /// What [`repair_line`] changed.
@@ -180,31 +178,53 @@ pub fn copy_cutting_payloads(line: &[u8], out: &mut Vec<u8>, cutter: &Cutter) ->
         nul |= cutter.nul.find(part).is_some();
         out.extend_from_slice(part);
     };
-    // Cut the payload starting at `data`, measured by `kind`; where the line goes on.
-    let mut cut_at = |data: usize, kind: Payload, copied: &mut usize| {
-        let measured = match kind {
-            Payload::Base64 => measure_base64(&line[data..]),
-            Payload::Text => super::measure::json_string(&line[data..]),
-        };
-        let (bytes, c) = measured.filter(|&(bytes, _)| bytes >= MIN_CUT)?;
+    // Put `marker` in place of the `bytes` bytes of the value starting at `data`: where the
+    // line goes on.
+    let mut cut_at = |data: usize, bytes: usize, marker: Marker, copied: &mut usize| {
         copy(out, &line[*copied..data]);
-        // Writing to a Vec cannot fail.
-        let _ = write!(out, "\\u0000{}_{}", c.units, c.json);
+        let mut digits = itoa::Buffer::new();
+        match marker {
+            Marker::String(c) => {
+                out.extend_from_slice(br"\u0000");
+                out.extend_from_slice(digits.format(c.units).as_bytes());
+                out.push(b'_');
+                out.extend_from_slice(digits.format(c.json).as_bytes());
+            }
+            Marker::Value(json) => {
+                out.extend_from_slice(br#""\u0000="#);
+                out.extend_from_slice(digits.format(json).as_bytes());
+                out.push(b'"');
+            }
+        }
         *copied = data + bytes;
         cut = true;
-        Some(data + bytes)
+        data + bytes
     };
     while let Some(p) = at {
         let ty = p + BLOCK_START.len();
         let mut next = ty;
         let rest = &line[ty..];
-        if let Some(&(pattern, kind)) = CUT_BLOCKS.iter().find(|(pattern, _)| rest.starts_with(pattern)) {
+        if rest.starts_with(TOOL_CALL) {
+            if let Some((args, bytes, json)) = tool_call_arguments(line, ty + TOOL_CALL.len()) {
+                next = cut_at(args, bytes, Marker::Value(json), &mut copied);
+            }
+        } else if let Some(&(pattern, kind)) = CUT_BLOCKS.iter().find(|(pattern, _)| rest.starts_with(pattern)) {
+            let string = |data: usize| match kind {
+                Payload::Base64 => measure_base64(&line[data..]),
+                Payload::Text => super::measure::json_string(&line[data..]),
+            };
             let data = ty + pattern.len();
-            next = cut_at(data, kind, &mut copied).unwrap_or(data);
+            next = match string(data).filter(|&(bytes, _)| bytes >= MIN_CUT) {
+                Some((bytes, c)) => cut_at(data, bytes, Marker::String(c), &mut copied),
+                None => data,
+            };
             // A thinking block's signature (opaque, never read) follows its text.
             if pattern == CUT_BLOCKS[2].0 && line[next..].starts_with(SIGNATURE) {
                 let data = next + SIGNATURE.len();
-                next = cut_at(data, Payload::Text, &mut copied).unwrap_or(data);
+                next = match super::measure::json_string(&line[data..]).filter(|&(bytes, _)| bytes >= MIN_CUT) {
+                    Some((bytes, c)) => cut_at(data, bytes, Marker::String(c), &mut copied),
+                    None => data,
+                };
             }
         }
         at = cutter.blocks.find(&line[next..]).map(|i| i + next);
@@ -217,6 +237,36 @@ pub fn copy_cutting_payloads(line: &[u8], out: &mut Vec<u8>, cutter: &Cutter) ->
         return false;
     }
     cut
+}
+
+/// What stands for a cut value.
+enum Marker {
+    /// The content of a string: `\u0000<units>_<json>`.
+    String(Cut),
+    /// A whole value (tool-call arguments): `"\u0000=<json>"`.
+    Value(u64),
+}
+
+/// How Pi writes a tool call up to its id: `{"type":"toolCall","id":"…","name":"…","arguments":{…}}`.
+const TOOL_CALL: &[u8] = br#"toolCall","id":""#;
+
+/// Arguments shorter than this are left in place.
+const MIN_ARGUMENTS: usize = 64;
+
+/// The arguments of the tool call whose id starts at `id`, if Pi wrote the call in its usual
+/// form and `JSON.stringify` would write them back as they are (see
+/// [`super::measure::json_object`]): where they start, their bytes and their
+/// `JSON.stringify` length. Pi needs only that length (the estimate counts
+/// `JSON.stringify(arguments).length`); the object becomes the string `"\u0000=<length>"`.
+fn tool_call_arguments(line: &[u8], id: usize) -> Option<(usize, usize, u64)> {
+    let (n, _) = super::measure::json_string(&line[id..])?;
+    let name = id + n;
+    let name = name + line[name..].starts_with(br#"","name":""#).then_some(10)?;
+    let (n, _) = super::measure::json_string(&line[name..])?;
+    let args = name + n;
+    let args = args + line[args..].starts_with(br#"","arguments":"#).then_some(14)?;
+    let (bytes, json) = super::measure::json_object(&line[args..])?;
+    (bytes >= MIN_ARGUMENTS).then_some((args, bytes, json))
 }
 
 /// What follows a thinking block's text when Pi wrote its signature.
