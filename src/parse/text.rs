@@ -150,6 +150,8 @@ pub struct Cut {
 /// them), which are measured here, once, without simd-json copying and unescaping the bytes.
 /// A payload becomes the string `"\u0000<units>_<json>"`; readers that could meet it ask
 /// [`crate::js::Marks::cut`], and the line is read again whole if one needs the content.
+/// The arguments of a tool call written as Pi writes it become `"\u0000=<json>"` (see
+/// [`tool_call_arguments`]; [`crate::js::Marks::cut_value`]).
 /// Returns whether anything was cut.
 ///
 /// Only sure cases are cut, so that the cut line is valid JSON exactly when the line is, and
