@@ -231,11 +231,17 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
     let mut groups: Vec<(String, PiTotals)> = Vec::new();
     let mut kinds: HashMap<String, usize> = HashMap::new();
     let mut err: Option<&'static str> = None;
-    let mut add_group = |key: String, u: &Usage, groups: &mut Vec<(String, PiTotals)>| {
-        let idx = *group.entry(key.clone()).or_insert_with(|| {
-            groups.push((key, PiTotals::default()));
-            groups.len() - 1
-        });
+    let mut key = String::new();
+    let mut add_group = |key: &str, u: &Usage, groups: &mut Vec<(String, PiTotals)>| {
+        // Looked up by reference: a key is allocated only the first time it is met.
+        let idx = match group.get(key) {
+            Some(&idx) => idx,
+            None => {
+                groups.push((key.to_string(), PiTotals::default()));
+                group.insert(key.to_string(), groups.len() - 1);
+                groups.len() - 1
+            }
+        };
         // Errors were already recorded by the stats pass over the same usage.
         let _ = groups[idx].1.add(u);
     };
@@ -254,8 +260,8 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                     });
                     acc.by_kind[ki].1 += 1;
                     let _ = acc.by_kind[ki].2.add(u);
-                    let key = format!("{}/{}", js::js_string_of(&ue.provider), js::js_string_of(&ue.model));
-                    add_group(key, u, &mut groups);
+                    group_key(&mut key, &ue.provider, &ue.model);
+                    add_group(&key, u, &mut groups);
                     acc.records.push(record(e, i, Source::Usage, u, active, |r| {
                         r.kind = ue
                             .kind
@@ -276,7 +282,7 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                 if let Some(u) = &bs.usage {
                     add_checked(&mut acc.stats.totals, u, &mut err);
                     add_checked(&mut acc.by_source.branch_summary, u, &mut err);
-                    add_group(TOOLS_KEY.into(), u, &mut groups);
+                    add_group(TOOLS_KEY, u, &mut groups);
                     acc.records.push(record(e, i, Source::BranchSummary, u, active, |_| {}));
                 }
             }
@@ -287,7 +293,7 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                 if let Some(u) = &c.usage {
                     add_checked(&mut acc.stats.totals, u, &mut err);
                     add_checked(&mut acc.by_source.compaction, u, &mut err);
-                    add_group(TOOLS_KEY.into(), u, &mut groups);
+                    add_group(TOOLS_KEY, u, &mut groups);
                     acc.records.push(record(e, i, Source::Compaction, u, active, |_| {}));
                 }
             }
@@ -306,7 +312,7 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                                 Some(u) => {
                                     add_checked(&mut acc.stats.totals, u, &mut err);
                                     add_checked(&mut acc.by_source.tool_result, u, &mut err);
-                                    add_group(TOOLS_KEY.into(), u, &mut groups);
+                                    add_group(TOOLS_KEY, u, &mut groups);
                                     acc.records
                                         .push(record(e, i, Source::Tool, u, active, |r| message_fields(r, m)));
                                 }
@@ -330,8 +336,8 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
                                     Some(v) if !v.is_null() => &m.response_model,
                                     _ => &m.model,
                                 };
-                                let key = format!("{}/{}", js::js_string_of(&m.provider), js::js_string_of(model));
-                                add_group(key, u, &mut groups);
+                                group_key(&mut key, &m.provider, model);
+                                add_group(&key, u, &mut groups);
                                 acc.records
                                     .push(record(e, i, Source::Assistant, u, active, |r| message_fields(r, m)));
                             }
@@ -365,6 +371,14 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
     });
     acc.breakdown = breakdown;
     acc
+}
+
+/// Pi's grouping key `${provider}/${model}`, written into `key`.
+fn group_key(key: &mut String, provider: &Jv, model: &Jv) {
+    key.clear();
+    key.push_str(&js::js_string_of(provider));
+    key.push('/');
+    key.push_str(&js::js_string_of(model));
 }
 
 fn add_checked(t: &mut PiTotals, u: &Usage, err: &mut Option<&'static str>) {
