@@ -9,8 +9,8 @@
 pub mod spill;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use hashbrown::{HashMap, HashSet};
 use rayon::prelude::*;

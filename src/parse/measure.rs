@@ -335,7 +335,11 @@ fn object_key<'a>(
     // Keys are short and plain: up to the quote, no escape, no control character.
     let n = memchr::memchr2(b'"', b'\\', &bytes[at + 1..])?;
     let key = &bytes[at + 1..at + 1 + n];
-    if bytes[at + 1 + n] != b'"' || key.iter().any(|&b| b < 0x20) || *key_count == keys.len() || *key_count - open.1 == MAX_OBJECT_KEYS {
+    if bytes[at + 1 + n] != b'"'
+        || key.iter().any(|&b| b < 0x20)
+        || *key_count == keys.len()
+        || *key_count - open.1 == MAX_OBJECT_KEYS
+    {
         return None;
     }
     let units = crate::js::utf16_len(std::str::from_utf8(key).ok()?);
@@ -452,10 +456,31 @@ mod tests {
             b"\\u00e9",
         ];
         const NUMBERS: [&[u8]; 14] = [
-            b"0", b"-0", b"7", b"-12", b"123456789012345", b"1234567890123456789", b"1.5", b"1.0", b"1e2",
-            b"1e+21", b"0.1", b"-2.5e-7", b"01", b"1.",
+            b"0",
+            b"-0",
+            b"7",
+            b"-12",
+            b"123456789012345",
+            b"1234567890123456789",
+            b"1.5",
+            b"1.0",
+            b"1e2",
+            b"1e+21",
+            b"0.1",
+            b"-2.5e-7",
+            b"01",
+            b"1.",
         ];
-        const KEYS: [&[u8]; 8] = [b"path", b"edits", b"oldText", b"1", b"a\\u0062", b"", b"__proto__", b"path"];
+        const KEYS: [&[u8]; 8] = [
+            b"path",
+            b"edits",
+            b"oldText",
+            b"1",
+            b"a\\u0062",
+            b"",
+            b"__proto__",
+            b"path",
+        ];
         let pick = |next: &mut dyn FnMut() -> u64, n: usize| (next() % n as u64) as usize;
         match if depth > 5 { 2 + pick(next, 3) } else { pick(next, 5) } {
             0 => {
@@ -531,13 +556,20 @@ mod tests {
             objects += 1;
             let mut line = text.clone();
             line.extend_from_slice(br#"},"more":"x"}"#);
-            let Some((bytes, len)) = json_object(&line) else { continue };
+            let Some((bytes, len)) = json_object(&line) else {
+                continue;
+            };
             measured += 1;
             let shown = String::from_utf8_lossy(&text).into_owned();
             assert_eq!(bytes, text.len(), "{shown}");
             let mut parsed = text.clone();
-            let tape = simd_json::to_tape_with_buffers(&mut parsed, &mut buffers).unwrap_or_else(|e| panic!("{shown}: {e}"));
-            assert_eq!(len, crate::js::stringify_len(tape.as_value(), crate::js::Marks::default()), "{shown}");
+            let tape =
+                simd_json::to_tape_with_buffers(&mut parsed, &mut buffers).unwrap_or_else(|e| panic!("{shown}: {e}"));
+            assert_eq!(
+                len,
+                crate::js::stringify_len(tape.as_value(), crate::js::Marks::default()),
+                "{shown}"
+            );
         }
         assert!(measured > objects / 4, "{measured} of {objects} measured");
     }
