@@ -180,9 +180,10 @@ pub fn copy_cutting_payloads(line: &[u8], out: &mut Vec<u8>, cutter: &Cutter) ->
         nul |= cutter.nul.find(part).is_some();
         out.extend_from_slice(part);
     };
-    // Put `marker` in place of the `bytes` bytes of the value starting at `data`: where the
-    // line goes on.
-    let mut cut_at = |data: usize, bytes: usize, marker: Marker, copied: &mut usize| {
+    // Put the marker in place of the value of `bytes` bytes starting at `data`, if it was
+    // measured: where the line goes on.
+    let mut cut_at = |data: usize, measured: Option<(usize, Marker)>, copied: &mut usize| {
+        let Some((bytes, marker)) = measured else { return data };
         copy(out, &line[*copied..data]);
         let mut digits = itoa::Buffer::new();
         match marker {
@@ -206,27 +207,27 @@ pub fn copy_cutting_payloads(line: &[u8], out: &mut Vec<u8>, cutter: &Cutter) ->
         let ty = p + BLOCK_START.len();
         let mut next = ty;
         let rest = &line[ty..];
-        if rest.starts_with(TOOL_CALL) {
-            if let Some((args, bytes, json)) = tool_call_arguments(line, ty + TOOL_CALL.len()) {
-                next = cut_at(args, bytes, Marker::Value(json), &mut copied);
-            }
-        } else if let Some(&(pattern, kind)) = CUT_BLOCKS.iter().find(|(pattern, _)| rest.starts_with(pattern)) {
-            let string = |data: usize| match kind {
+        // The string starting at `data`, measured as `kind`, when it is long enough to cut.
+        let string = |data: usize, kind: Payload| {
+            let measured = match kind {
                 Payload::Base64 => measure_base64(&line[data..]),
                 Payload::Text => super::measure::json_string(&line[data..]),
             };
+            measured
+                .filter(|&(bytes, _)| bytes >= MIN_CUT)
+                .map(|(bytes, c)| (bytes, Marker::String(c)))
+        };
+        if rest.starts_with(TOOL_CALL) {
+            if let Some((args, bytes, json)) = tool_call_arguments(line, ty + TOOL_CALL.len()) {
+                next = cut_at(args, Some((bytes, Marker::Value(json))), &mut copied);
+            }
+        } else if let Some(&(pattern, kind)) = CUT_BLOCKS.iter().find(|(pattern, _)| rest.starts_with(pattern)) {
             let data = ty + pattern.len();
-            next = match string(data).filter(|&(bytes, _)| bytes >= MIN_CUT) {
-                Some((bytes, c)) => cut_at(data, bytes, Marker::String(c), &mut copied),
-                None => data,
-            };
+            next = cut_at(data, string(data, kind), &mut copied);
             // A thinking block's signature (opaque, never read) follows its text.
             if pattern == CUT_BLOCKS[2].0 && line[next..].starts_with(SIGNATURE) {
                 let data = next + SIGNATURE.len();
-                next = match super::measure::json_string(&line[data..]).filter(|&(bytes, _)| bytes >= MIN_CUT) {
-                    Some((bytes, c)) => cut_at(data, bytes, Marker::String(c), &mut copied),
-                    None => data,
-                };
+                next = cut_at(data, string(data, Payload::Text), &mut copied);
             }
         }
         at = cutter.blocks.find(&line[next..]).map(|i| i + next);
