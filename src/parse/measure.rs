@@ -262,18 +262,12 @@ pub fn json_object(bytes: &[u8]) -> Option<(usize, u64)> {
                     depth += 1;
                     total += 1;
                     i += 1;
-                    match (b, bytes.get(i)?) {
-                        (b'{', b'}') | (b'[', b']') => {
-                            depth -= 1;
-                            total += 1;
-                            i += 1;
-                            value = false;
-                        }
-                        (b'{', _) => i = object_key(bytes, i, &mut total, &open[depth - 1], &mut keys, &mut key_count)?,
-                        _ => {}
-                    }
-                    if depth == 0 {
-                        return Some((i, total));
+                    let close = if b == b'{' { b'}' } else { b']' };
+                    if *bytes.get(i)? == close {
+                        // Empty: the end is read as any container's end.
+                        value = false;
+                    } else if b == b'{' {
+                        i = object_key(bytes, i, &mut total, key_count, &mut keys, &mut key_count)?;
                     }
                     continue;
                 }
@@ -301,7 +295,7 @@ pub fn json_object(bytes: &[u8]) -> Option<(usize, u64)> {
                 total += 1;
                 i += 1;
                 if object {
-                    i = object_key(bytes, i, &mut total, &open[depth - 1], &mut keys, &mut key_count)?;
+                    i = object_key(bytes, i, &mut total, first_key, &mut keys, &mut key_count)?;
                 }
                 value = true;
             }
@@ -319,13 +313,14 @@ pub fn json_object(bytes: &[u8]) -> Option<(usize, u64)> {
     }
 }
 
-/// The key at `at` of the object `open` (and its colon): where its value starts. Adds its
-/// length and remembers it among the object's keys, `None` on a repeat or an escape.
+/// The key at `at` (and its colon) of the object whose keys start at `first_key` in `keys`:
+/// where its value starts. Adds its length and remembers it among the object's keys, `None` on a
+/// repeat or an escape.
 fn object_key<'a>(
     bytes: &'a [u8],
     at: usize,
     total: &mut u64,
-    open: &(bool, usize),
+    first_key: usize,
     keys: &mut [&'a [u8]; MAX_OBJECT_KEYS * 2],
     key_count: &mut usize,
 ) -> Option<usize> {
@@ -338,12 +333,12 @@ fn object_key<'a>(
     if bytes[at + 1 + n] != b'"'
         || key.iter().any(|&b| b < 0x20)
         || *key_count == keys.len()
-        || *key_count - open.1 == MAX_OBJECT_KEYS
+        || *key_count - first_key == MAX_OBJECT_KEYS
     {
         return None;
     }
     let units = crate::js::utf16_len(std::str::from_utf8(key).ok()?);
-    if keys[open.1..*key_count].contains(&key) {
+    if keys[first_key..*key_count].contains(&key) {
         return None;
     }
     keys[*key_count] = key;
