@@ -54,10 +54,12 @@ trap 'rm -rf "$WORK"' EXIT
 
 # --- GNU time --------------------------------------------------------------------------
 if ! [[ -x $TIME ]] || ! "$TIME" -f '%e' true >/dev/null 2>&1; then
-    log "installing GNU time (apt-get install -y time)"
-    SUDO=""
-    [[ $(id -u) -eq 0 ]] || SUDO="sudo"
-    $SUDO apt-get install -y time >&2 || { $SUDO apt-get update >&2 && $SUDO apt-get install -y time >&2; }
+    echo "compare.sh: needs GNU time at $TIME (Debian/Ubuntu: apt-get install time; it measures peak memory)" >&2
+    exit 1
+fi
+if want ccusage && [[ -z ${CCUSAGE_BIN:-} ]] && ! command -v npm >/dev/null 2>&1; then
+    echo "compare.sh: needs npm (Node.js >= 20) to install ccusage; or set CCUSAGE_BIN, or leave ccusage out of TOOLS" >&2
+    exit 1
 fi
 
 # --- ccusage (npm package with a native binary) ------------------------------------------
