@@ -1,6 +1,6 @@
 //! Throughput of the read → project → usage path, in bytes per second.
 //!
-//! `parse` and `analyze` run on the session files Pi wrote (the shared fixtures); `corpus`
+//! `parse` and `analyze` run on the session files Pi wrote (`tests/data/pi-mono`); `corpus`
 //! runs the whole parallel pipeline on a generated directory (seed 42, realistic scale,
 //! `PISA_BENCH_MB` megabytes, default 64), made once under `target/bench-corpus-*`.
 
@@ -11,10 +11,11 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use pisa::parse::{Scratch, parse_file};
 
 fn fixtures() -> Vec<Vec<u8>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/pi-mono");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pi-mono");
     let mut files: Vec<Vec<u8>> = std::fs::read_dir(&dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok())
+                .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
                 .map(|e| std::fs::read(e.path()).expect("read fixture"))
                 .collect()
         })

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build the seed corpora of the fuzz targets (fuzz/corpus/{line,file}) at run time.
 
-Sources: the shared fixtures (../../shared/fixtures), the committed sample (../datasets/sample),
+Sources: the session files Pi wrote (../tests/data/pi-mono), the committed sample (../datasets/sample),
 a small generated corpus and mutants of it (../datasets/generate.py, ../datasets/mutate.py), and
 a few hand-written oddities. Nothing here is committed but this script.
 
@@ -94,12 +94,11 @@ def sources(work: Path) -> list[Path]:
                     "--scale", "small", "--sessions", "15", "--jobs", "1"], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([sys.executable, str(REPO / "datasets/mutate.py"), "--seed", "7", "--count", "40",
                     "--out", str(mut), str(gen)], check=True, stdout=subprocess.DEVNULL)
-    roots = [REPO.parent / "shared/fixtures", REPO / "datasets/sample", gen, mut]
+    roots = [REPO / "tests/data/pi-mono", REPO / "datasets/sample", gen, mut]
     files = []
     for root in roots:
         if not root.is_dir():
-            print(f"seeds: {root} is missing, skipped", file=sys.stderr)
-            continue
+            sys.exit(f"seeds: {root} is missing")
         files += sorted(p for p in root.rglob("*.jsonl") if p.is_file())
     return files
 

@@ -1,31 +1,29 @@
 //! The notebook and the scale-out examples, run as a user would: `notebooks/pi-usage.ipynb`
 //! executes headless on an export and draws every figure, and DuckDB and Spark reading
 //! partitioned exports (alone and pooled as a shared bucket) say what `pisa monthly` says.
-//! They need Python's notebook packages and fail, on purpose, without them.
+//! They run in the test environment's Python (`scripts/test-env`), with Java for Spark.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::support::{export, generated, pisa, repo};
-
-const INSTALL: &str = "pip install -r notebooks/requirements.txt";
 
 /// Run a Python script of the repository; its stdout, or a panic with everything it said.
 fn python<S: AsRef<OsStr>>(script: &[&str], args: &[S]) -> String {
     let path: PathBuf = script.iter().fold(repo(), |p, part| p.join(part));
-    let out = Command::new("python3")
+    let out = crate::support::test_env()
+        .python()
         .arg(&path)
         .args(args)
         .output()
-        .unwrap_or_else(|e| panic!("python3 is required to run {} ({e})", path.display()));
+        .unwrap_or_else(|e| panic!("cannot run {} ({e})", path.display()));
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(
         out.status.success(),
-        "{} exited {:?} (its packages: {INSTALL}):\n{stdout}\n{stderr}",
+        "{} exited {:?}:\n{stdout}\n{stderr}",
         path.display(),
         out.status.code()
     );
@@ -71,7 +69,11 @@ fn duckdb_and_spark_totals_equal_the_monthly_report() {
         "UTC",
         corpus.path().to_str().unwrap(),
     ]);
-    assert!(code == 0 || code == 2, "pisa monthly exited {code}: {err}");
+    assert_eq!(
+        code,
+        crate::support::scan_exit_code(corpus.path()),
+        "pisa monthly: {err}"
+    );
     let file = tempfile::NamedTempFile::new().expect("temp file");
     std::fs::write(file.path(), report).expect("write the report");
     let said = python(

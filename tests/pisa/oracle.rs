@@ -1,12 +1,10 @@
 //! Differential tests: every figure the oracle (Pi's own code) prints equals pisa's.
 
-use std::process::Command;
-
-use crate::support::{assert_agreement, repo, shared};
+use crate::support::{assert_agreement, pi_files, repo, test_env};
 
 #[test]
 fn fixtures_written_by_pi_agree_with_the_oracle() {
-    assert_agreement(&shared().join("fixtures"), 2);
+    assert_agreement(&pi_files(), 2);
 }
 
 #[test]
@@ -53,12 +51,22 @@ fn valid_but_hostile_lines_agree_with_the_oracle() {
 
 /// Pi's own session list (`SessionManager.listAll`, what `/resume` shows) for a folder.
 fn pi_session_list(dir: &std::path::Path) -> Vec<serde_json::Value> {
-    crate::support::node_lines(&repo().join("tests").join("pisa").join("pi_list.mjs"), dir)
+    crate::support::node_lines(&repo().join("tests").join("oracle").join("pi_list.mjs"), dir)
 }
 
 #[test]
 fn names_and_times_match_pis_own_session_list() {
-    for dir in [repo().join("datasets").join("sample"), shared().join("fixtures")] {
+    // Pi lists the files one folder below the sessions folder.
+    let pi = tempfile::tempdir().expect("temp dir");
+    let project = pi.path().join("--Users-badlogic-workspaces-pi-mono--");
+    std::fs::create_dir(&project).expect("a project folder");
+    for f in std::fs::read_dir(pi_files()).expect("Pi's files") {
+        let f = f.expect("a file").path();
+        if f.extension().is_some_and(|x| x == "jsonl") {
+            std::fs::copy(&f, project.join(f.file_name().expect("a name"))).expect("copy");
+        }
+    }
+    for dir in [repo().join("datasets").join("sample"), pi.path().to_path_buf()] {
         let listed = pi_session_list(&dir);
         let doc = crate::support::pisa_json(&dir);
         let sessions = doc["sessions"].as_array().unwrap();
@@ -94,7 +102,8 @@ fn mutated_files_agree_with_the_oracle() {
     for seed in 1..=5 {
         let dir = tempfile::tempdir().expect("temp dir");
         let out = dir.path().join("mutants");
-        let status = Command::new("python3")
+        let status = test_env()
+            .python()
             .arg(repo().join("datasets").join("mutate.py"))
             .args([
                 "--seed",
@@ -108,7 +117,7 @@ fn mutated_files_agree_with_the_oracle() {
             .args([data.join("edge"), data.join("hostile"), data.join("pi-errors")])
             .stdout(std::process::Stdio::null())
             .status()
-            .expect("python3 is required to make mutants");
+            .expect("run mutate.py");
         assert!(status.success(), "mutate.py failed for seed {seed}");
         assert_agreement(&out, 150);
     }

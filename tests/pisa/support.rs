@@ -11,9 +11,57 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The shared folder beside the repository (`../shared`), or `$PISA_SHARED`.
-pub fn shared() -> PathBuf {
-    std::env::var_os("PISA_SHARED").map_or_else(|| repo().join("..").join("shared"), PathBuf::from)
+/// Pi's session files (`tests/data/pi-mono`, MIT, see its README): the real files the tests use.
+pub fn pi_files() -> PathBuf {
+    repo().join("tests").join("data").join("pi-mono")
+}
+
+/// What the tests need besides Rust (Pi's npm package for the oracle, a Python environment),
+/// installed once by `scripts/test-env` under `target/test-env` (or `$PISA_TEST_ENV`).
+#[derive(Debug)]
+pub struct TestEnv {
+    dir: PathBuf,
+}
+
+impl TestEnv {
+    /// The environment's Python (3.10 or later, with the packages of the requirements files).
+    pub fn python(&self) -> Command {
+        Command::new(self.dir.join("venv").join("bin").join("python"))
+    }
+
+    /// Node with the environment in which the oracle finds Pi's package.
+    pub fn node(&self) -> Command {
+        let mut node = Command::new("node");
+        node.env("PISA_TEST_ENV", &self.dir);
+        node
+    }
+}
+
+/// Install what the tests need, once per test run. A machine without Node, Python or Java gets
+/// the set-up script's line saying what to install, and the test run ends there, instead of
+/// failing test after test.
+pub fn test_env() -> &'static TestEnv {
+    static ENV: OnceLock<TestEnv> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let dir = std::env::var_os("PISA_TEST_ENV").map_or_else(
+            || Path::new(env!("CARGO_TARGET_TMPDIR")).join("..").join("test-env"),
+            PathBuf::from,
+        );
+        let status = Command::new("bash")
+            .arg(repo().join("scripts").join("test-env"))
+            .env("PISA_TEST_ENV", &dir)
+            .stdout(std::process::Stdio::null())
+            .status();
+        match status.map(|s| s.code()) {
+            Ok(Some(0)) => TestEnv { dir },
+            // The script said what is missing, one line each.
+            Ok(Some(3)) => std::process::exit(3),
+            other => {
+                eprintln!("pisa's tests cannot run: scripts/test-env failed ({other:?}; see above)");
+                std::process::exit(1)
+            }
+        }
+    })
 }
 
 /// Run pisa with arguments; returns (exit code, stdout, stderr).
@@ -43,42 +91,52 @@ pub fn export(dir: &Path, extra: &[&str]) -> tempfile::TempDir {
     ];
     args.extend(extra);
     let (code, _, err) = pisa(&args);
-    assert!(code == 0 || code == 2, "pisa export exited {code}: {err}");
+    assert_eq!(code, scan_exit_code(dir), "pisa export: {err}");
     out
 }
 
-/// `pisa sessions --json DIR`, parsed.
+/// `pisa sessions --json DIR`, parsed; its exit code is the one the document calls for.
 pub fn pisa_json(dir: &Path) -> Value {
     let (code, out, err) = pisa(&["sessions", "--json", "--quiet", dir.to_str().expect("utf-8 path")]);
-    assert!(code == 0 || code == 2, "pisa exited {code}: {err}");
-    serde_json::from_str(&out)
-        .unwrap_or_else(|e| panic!("pisa printed invalid JSON ({e}): {}", &out[..out.len().min(500)]))
+    let doc: Value = serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("pisa exited {code} and printed invalid JSON ({e}): {err}"));
+    assert_eq!(code, expected_exit_code(&doc), "{}: {err}", dir.display());
+    doc
 }
 
-/// Install Pi's package once per test run (the oracle's setup script is idempotent).
-pub fn pi_installed() {
-    static READY: OnceLock<()> = OnceLock::new();
-    READY.get_or_init(|| {
-        assert!(
-            Command::new("node")
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success()),
-            "Node.js is required for the oracle agreement tests (install Node >= 20); they never skip"
-        );
-        let status = Command::new("bash")
-            .arg(shared().join("oracle").join("setup.sh"))
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("run oracle setup.sh");
-        assert!(status.success(), "oracle setup.sh failed");
-    });
+/// The exit code of a scan that produced `doc`: 2 when a session was damaged, a session or
+/// other file could not be loaded or read, or a folder could not be scanned; 0 when every
+/// file was read (files that are not sessions do not count).
+pub fn expected_exit_code(doc: &Value) -> i32 {
+    let skipped = doc["totals"]["damagedFiles"].as_u64().expect("damagedFiles") > 0
+        || doc["rejected"]
+            .as_array()
+            .expect("rejected")
+            .iter()
+            .any(|r| r["notSession"] != true)
+        || !doc["issues"].as_array().expect("issues").is_empty();
+    if skipped { 2 } else { 0 }
+}
+
+/// The exit code every pisa command gives for a scan of `dir` (from `sessions --json`, once
+/// per folder and test run).
+pub fn scan_exit_code(dir: &Path) -> i32 {
+    static CODES: std::sync::Mutex<Option<std::collections::HashMap<PathBuf, i32>>> = std::sync::Mutex::new(None);
+    if let Some(&code) = CODES.lock().unwrap().get_or_insert_default().get(dir) {
+        return code;
+    }
+    let code = expected_exit_code(&pisa_json(dir));
+    CODES
+        .lock()
+        .unwrap()
+        .get_or_insert_default()
+        .insert(dir.to_path_buf(), code);
+    code
 }
 
 /// Run a Node script that prints one JSON object per line, with Pi's package installed.
 pub fn node_lines(script: &Path, arg: &Path) -> Vec<Value> {
-    pi_installed();
-    let out = Command::new("node").arg(script).arg(arg).output().expect("run node");
+    let out = test_env().node().arg(script).arg(arg).output().expect("run node");
     assert!(
         out.status.success(),
         "{} failed: {}",
@@ -94,7 +152,7 @@ pub fn node_lines(script: &Path, arg: &Path) -> Vec<Value> {
 
 /// Run the oracle over a directory: one record per file.
 pub fn oracle(dir: &Path) -> Vec<Value> {
-    node_lines(&shared().join("oracle").join("oracle.mjs"), dir)
+    node_lines(&repo().join("tests").join("oracle").join("oracle.mjs"), dir)
 }
 
 /// Differences between an oracle value and pisa's (every oracle key must match).
@@ -222,13 +280,14 @@ pub fn assert_agreement(dir: &Path, min_files: usize) {
 /// A directory written by `datasets/generate.py` at small scale.
 pub fn generated(seed: &str, sessions: usize) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
-    let status = Command::new("python3")
+    let status = test_env()
+        .python()
         .arg(repo().join("datasets").join("generate.py"))
         .args(["--out", dir.path().to_str().expect("utf-8"), "--seed", seed])
         .args(["--sessions", &sessions.to_string(), "--scale", "small"])
         .stdout(std::process::Stdio::null())
         .status()
-        .expect("python3 is required to generate test corpora");
+        .expect("run the corpus generator");
     assert!(status.success(), "the generator failed for seed {seed}");
     dir
 }
