@@ -14,7 +14,7 @@ use pisa::parse::Scratch;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::support::{agreement, pisa_json, repo, shared};
+use crate::support::{agreement, pi_files, pisa_json, repo};
 
 /// Longest a single file may take through every stage (debug build, a loaded machine).
 const CASE_LIMIT: Duration = Duration::from_secs(30);
@@ -32,7 +32,7 @@ fn seeds() -> &'static Vec<(String, Vec<u8>)> {
             }
         }
         for name in ["large-session.jsonl", "before-compaction.jsonl"] {
-            let path = shared().join("fixtures").join("pi-mono").join(name);
+            let path = pi_files().join(name);
             let bytes = std::fs::read(&path).expect("read fixture");
             let cut: Vec<u8> = bytes
                 .split_inclusive(|&b| b == b'\n')
@@ -1026,6 +1026,7 @@ fn run_measured(cmd: &mut std::process::Command) -> (std::process::Output, Durat
 /// A tool result of 110 MB on one line, counted by the chars/4 estimate: the figures equal
 /// the oracle's, in bounded time and memory (measured: about 2.5 times the line).
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "reads the peak memory from Linux's /proc")]
 fn a_line_of_110_mb_agrees_with_the_oracle_in_bounded_memory() {
     let big = "x".repeat(110 << 20);
     let tool_result = format!(
@@ -1056,9 +1057,8 @@ fn a_line_of_110_mb_agrees_with_the_oracle_in_bounded_memory() {
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!("a {size}-byte line: {elapsed:?}, peak RSS {peak:?} bytes");
-    if let Some(peak) = peak {
-        assert!(peak < 4 * size, "peak RSS {peak} for a {size}-byte file");
-    }
+    let peak = peak.expect("the peak from /proc/PID/status");
+    assert!(peak < 4 * size, "peak RSS {peak} for a {size}-byte file");
     let a = agreement(dir.path());
     assert_eq!(a.compared, 1);
     assert!(a.failures.is_empty(), "{}", a.failures.join("\n"));
@@ -1123,7 +1123,8 @@ fn grouping_keys_from_arrays_nested_past_64_levels_agree_with_the_oracle() {
 
 /// Regression: a rejection reason quotes the type of the file's first entry, and it reached
 /// stderr as written: a newline split the one-line reason and an escape sequence reached the
-/// terminal (`{"type":"x\ny\u001b[31mRED"}`).
+/// terminal (`{"type":"x\ny\u001b[31mRED"}`). Not a session (no entry of Pi's types): listed
+/// with `--verbose`, exit code 0.
 #[test]
 fn rejection_reasons_quoting_the_file_stay_one_safe_line() {
     let evil = r#"{"type":"x\ny\u001b[31mRED\u001b]0;title\u0007","id":"s"}"#.to_string() + "\n";
@@ -1131,12 +1132,12 @@ fn rejection_reasons_quoting_the_file_stay_one_safe_line() {
         ("evil.jsonl", evil.into_bytes()),
         ("good.jsonl", session(&[header("g"), user(r#""u""#, "null")])),
     ]);
-    let (code, _, err) = crate::support::pisa(&["sessions", dir.path().to_str().unwrap()]);
-    assert_eq!(code, 2);
+    let (code, _, err) = crate::support::pisa(&["sessions", "--verbose", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("evil.jsonl")).collect();
     assert_eq!(lines.len(), 1, "one line per rejected file: {err:?}");
     assert!(
-        lines[0].contains("not a Pi session") && lines[0].contains("RED"),
+        lines[0].contains("not a session") && lines[0].contains("RED"),
         "{err:?}"
     );
     assert!(
@@ -1144,7 +1145,8 @@ fn rejection_reasons_quoting_the_file_stay_one_safe_line() {
         "no escape sequence reaches the terminal: {err:?}"
     );
     let file = dir.path().join("evil.jsonl");
-    let (_, out, _) = crate::support::pisa(&["inspect", file.to_str().unwrap()]);
+    let (code, out, _) = crate::support::pisa(&["inspect", file.to_str().unwrap()]);
+    assert_eq!(code, 2, "nothing to inspect");
     assert!(out.contains("not a Pi session"), "{out:?}");
     assert!(
         !out.contains('\u{1b}') && out.trim_end().lines().count() == 1,

@@ -1,0 +1,55 @@
+//! Facts about the build machine that decide, at build time, which tests cannot run here. A
+//! test that needs what the machine lacks is compiled as `#[ignore = "why"]`, so the test run
+//! lists it as ignored with the reason instead of counting a silent early return as a pass.
+//! Nothing here changes the library or the binary.
+//!
+//! - `pisa_avx2`: this machine has AVX2, POPCNT and BMI1, with which pisa measures text payloads
+//!   before simd-json (`parse/measure.rs`); without them that path is never taken.
+//! - `pisa_can_deny_reads`: a test can make a file unreadable to pisa: the tests do not run as
+//!   root, or they do and `setpriv` is installed and the process holds `CAP_SETPCAP`, so that
+//!   `setpriv` can drop `CAP_DAC_OVERRIDE` (which lets root read a `chmod 000` file).
+
+fn main() {
+    println!("cargo::rerun-if-changed=build.rs");
+    // The sample is compiled into the binary (`include_dir!` in src/demo.rs).
+    println!("cargo::rerun-if-changed=datasets/sample");
+    println!("cargo::rerun-if-env-changed=PATH");
+    println!("cargo::rustc-check-cfg=cfg(pisa_avx2)");
+    println!("cargo::rustc-check-cfg=cfg(pisa_can_deny_reads)");
+
+    #[cfg(target_arch = "x86_64")]
+    if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64")
+        && std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("popcnt")
+        && std::arch::is_x86_feature_detected!("bmi1")
+    {
+        println!("cargo::rustc-cfg=pisa_avx2");
+    }
+
+    if can_deny_reads() {
+        println!("cargo::rustc-cfg=pisa_can_deny_reads");
+    }
+}
+
+/// From `/proc/self/status`: not root, or root with `CAP_SETPCAP` (bit 8) and `setpriv` on the PATH.
+fn can_deny_reads() -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.split_whitespace().collect::<Vec<_>>())
+    };
+    let root = field("Uid:").is_some_and(|ids| ids.get(1) == Some(&"0"));
+    if !root {
+        return true;
+    }
+    let setpcap = field("CapEff:")
+        .and_then(|v| v.first().and_then(|hex| u64::from_str_radix(hex, 16).ok()))
+        .is_some_and(|caps| caps & (1 << 8) != 0);
+    let setpriv = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("setpriv").is_file()));
+    setpcap && setpriv
+}
