@@ -14,7 +14,12 @@ use crate::usage::{self, Accounting};
 #[derive(Debug, Clone)]
 pub enum FileAnalysis {
     Session(Box<SessionAnalysis>),
-    Rejected { stats: LineStats, reason: RejectReason },
+    Rejected {
+        stats: LineStats,
+        reason: RejectReason,
+        /// The file holds entries of Pi's types (see [`ParsedFile::pi_entries`]).
+        pi_entries: bool,
+    },
 }
 
 /// Counts of `context_edit` entries (the oracle's `contextEdits`).
@@ -105,6 +110,7 @@ pub fn analyze_parsed(parsed: ParsedFile) -> FileAnalysis {
         return FileAnalysis::Rejected {
             stats: parsed.stats,
             reason,
+            pi_entries: parsed.pi_entries,
         };
     }
     let stats = parsed.stats.clone();

@@ -1,4 +1,5 @@
-//! Command-line definitions (clap). Behaviour lives in `main.rs` and the library.
+//! Command-line definitions (clap), part of the binary only: the library knows nothing of
+//! clap. Behaviour lives in `main.rs` and the library.
 
 use std::path::PathBuf;
 
@@ -20,6 +21,9 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR", env = "PISA_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
 }
+
+/// Shells `pisa completions` writes for.
+pub use clap_complete::Shell;
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -51,6 +55,18 @@ pub enum Command {
     /// Throughput of each stage on a corpus: reading, line splitting, parsing, the whole
     /// pipeline, and a re-run from the cache.
     Bench(BenchArgs),
+    /// Print a completion script for a shell, e.g. `pisa completions zsh > ~/.zfunc/_pisa`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print pisa's manual page (roff), or write one page per command into a folder.
+    Man {
+        /// Write pisa.1 and pisa-COMMAND.1 into this folder instead.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 /// Arguments of `pisa bench`.
@@ -63,19 +79,30 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
     /// Print JSON.
-    #[arg(long)]
+    #[arg(long, short)]
     pub json: bool,
+    /// Measure the bundled sample sessions instead of yours.
+    #[arg(long, conflicts_with = "paths")]
+    pub demo: bool,
 }
 
 /// Which sessions to read (shared by the analytics commands).
 #[derive(Debug, clap::Args)]
 pub struct Input {
-    /// Session folders or files (default: $PI_CODING_AGENT_SESSION_DIR, else ~/.pi/agent/sessions).
+    /// Session folders or files (default: Pi's sessions folder, found as Pi finds it; the bundled
+    /// sample when there is none).
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Do not list rejected or unreadable files on stderr.
-    #[arg(long, short)]
+    /// Read the bundled sample sessions instead of yours (a demo; also what pisa shows when you
+    /// have no sessions folder).
+    #[arg(long, conflicts_with = "paths")]
+    pub demo: bool,
+    /// Do not list damaged or unreadable files on stderr.
+    #[arg(long, short, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Also list the files that are not Pi sessions (skipped as Pi skips them).
+    #[arg(long, short)]
+    pub verbose: bool,
     /// Never draw a progress bar.
     #[arg(long)]
     pub no_progress: bool,
@@ -92,9 +119,8 @@ pub struct ReportArgs {
     /// Last day to include, in --timezone (YYYY-MM-DD or YYYYMMDD).
     #[arg(long, value_parser = parse_day)]
     pub until: Option<jiff::civil::Date>,
-    /// IANA time zone for days, weeks and months (default: the system's).
-    #[arg(long, short = 'z', env = "PISA_TIMEZONE")]
-    pub timezone: Option<String>,
+    #[command(flatten)]
+    pub zone: Zone,
     /// Only projects whose path contains this text (case-insensitive).
     #[arg(long)]
     pub project: Option<String>,
@@ -106,13 +132,21 @@ pub struct ReportArgs {
     pub breakdown: bool,
     /// Row order (default: oldest first for time reports, most expensive first otherwise).
     #[arg(long, value_enum)]
-    pub order: Option<crate::report::rollup::Order>,
+    pub order: Option<pisa::report::rollup::Order>,
     /// Print JSON.
-    #[arg(long, conflicts_with = "csv")]
+    #[arg(long, short, conflicts_with = "csv")]
     pub json: bool,
     /// Print CSV.
     #[arg(long)]
     pub csv: bool,
+}
+
+/// The time zone of days and times shown.
+#[derive(Debug, clap::Args)]
+pub struct Zone {
+    /// IANA time zone for days, weeks, months and times shown (default: the system's).
+    #[arg(long, short = 'z', env = "PISA_TIMEZONE")]
+    pub timezone: Option<String>,
 }
 
 /// Arguments of `pisa export`.
@@ -125,10 +159,10 @@ pub struct ExportArgs {
     pub out: PathBuf,
     /// File format.
     #[arg(long, value_enum, default_value = "parquet")]
-    pub format: crate::export::Format,
+    pub format: pisa::export::Format,
     /// Split usage and compactions into hive partitions.
     #[arg(long, value_enum, default_value = "none")]
-    pub partition: crate::export::Partition,
+    pub partition: pisa::export::Partition,
     /// Value of the `source` column of every frame: the machine or user the export is from
     /// (default: the host name), so that pooled exports can be told apart.
     #[arg(long, value_name = "NAME")]
@@ -143,7 +177,7 @@ pub struct QueryArgs {
     #[command(flatten)]
     pub input: Input,
     /// Print JSON (an array of row objects).
-    #[arg(long, conflicts_with = "csv")]
+    #[arg(long, short, conflicts_with = "csv")]
     pub json: bool,
     /// Print CSV.
     #[arg(long)]
@@ -167,17 +201,13 @@ pub fn parse_day(s: &str) -> Result<jiff::civil::Date, String> {
 /// Arguments of `pisa sessions`.
 #[derive(Debug, clap::Args)]
 pub struct SessionsArgs {
-    /// Session folders or files (default: $PI_CODING_AGENT_SESSION_DIR, else ~/.pi/agent/sessions).
-    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub input: Input,
+    #[command(flatten)]
+    pub zone: Zone,
     /// Print JSON: {"sessions": [...], "rejected": [...], "issues": [...], "totals": {...}}.
-    #[arg(long)]
-    pub json: bool,
-    /// Do not list rejected or unreadable files on stderr.
     #[arg(long, short)]
-    pub quiet: bool,
-    /// Never draw a progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
+    pub json: bool,
 }
 
 /// Arguments of `pisa inspect`.
@@ -186,6 +216,6 @@ pub struct InspectArgs {
     /// The session file.
     pub file: PathBuf,
     /// Print JSON instead of tables.
-    #[arg(long)]
+    #[arg(long, short)]
     pub json: bool,
 }

@@ -125,6 +125,10 @@ pub struct RejectedFile {
     #[serde(with = "json_as_text")]
     pub json: Value,
     pub reason: String,
+    /// Pi refuses it and nothing in it says it is a session: no entry of Pi's types and not a
+    /// name Pi gives session files (extensions' transcripts, logs, empty files of other
+    /// tools). Such files are skipped as Pi skips them, and do not make the exit code 2.
+    pub not_session: bool,
 }
 
 /// The result of scanning a corpus.
@@ -151,9 +155,16 @@ impl Corpus {
         self.sessions.iter().filter(|s| s.damaged).count()
     }
 
-    /// Whether anything was skipped (exit code 2).
+    /// Whether anything that may hold billed usage was skipped: a damaged session, a session
+    /// Pi cannot load, a file or folder that could not be read (exit code 2). Files that are
+    /// not sessions do not count.
     pub fn skipped_anything(&self) -> bool {
-        !self.rejected.is_empty() || !self.issues.is_empty() || self.damaged() > 0
+        self.rejected.iter().any(|r| !r.not_session) || !self.issues.is_empty() || self.damaged() > 0
+    }
+
+    /// Files Pi refuses that are not sessions at all (see [`RejectedFile::not_session`]).
+    pub fn not_sessions(&self) -> impl Iterator<Item = &RejectedFile> {
+        self.rejected.iter().filter(|r| r.not_session)
     }
 }
 
@@ -336,6 +347,7 @@ fn analyze_one(f: &FoundFile, keep: Keep, scratch: &mut Scratch, cache: Option<&
                 path: f.path.clone(),
                 json: json!({"path": f.rel, "status": "failed", "reason": reason}),
                 reason,
+                not_session: false,
             }))
         }
     }
@@ -374,6 +386,7 @@ fn unreadable(f: &FoundFile, e: crate::Error) -> Outcome {
         path: f.path.clone(),
         json: json!({"path": f.rel, "status": e.status(), "reason": reason}),
         reason,
+        not_session: false,
     })
 }
 
@@ -491,12 +504,20 @@ fn from_cache(key: &str, r: &cache::Record, cache: &Cache, spill: &Spill) -> Opt
 /// The outcome of a parsed file.
 fn outcome_of(f: &FoundFile, parsed: ParsedFile, keep: Keep) -> Outcome {
     match analyze_parsed(parsed) {
-        FileAnalysis::Rejected { stats, reason } => Outcome::Rejected(RejectedFile {
-            rel: f.rel.clone(),
-            path: f.path.clone(),
-            json: rjson::rejected_json(&f.rel, &stats, &reason),
-            reason: reason.message(),
-        }),
+        FileAnalysis::Rejected {
+            stats,
+            reason,
+            pi_entries,
+        } => {
+            let not_session = !pi_entries && !scan::pi_session_name(&f.rel);
+            Outcome::Rejected(RejectedFile {
+                rel: f.rel.clone(),
+                path: f.path.clone(),
+                json: rjson::rejected_json(&f.rel, &stats, &reason, not_session),
+                reason: reason.message(),
+                not_session,
+            })
+        }
         FileAnalysis::Session(a) => {
             let ov = rjson::overview(&f.rel, &a);
             let json = rjson::session_json(&f.rel, &a, &ov);

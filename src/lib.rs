@@ -13,7 +13,6 @@
 pub mod analyze;
 pub mod bench;
 pub mod cache;
-pub mod cli;
 pub mod corpus;
 pub mod error;
 pub mod export;

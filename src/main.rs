@@ -1,15 +1,20 @@
 //! `pisa`: argument parsing → run → error-to-exit-code mapping.
 //!
-//! Exit codes: 0 when every file was read, 2 when some were rejected, damaged or
-//! unreadable, 1 on a usage error or when nothing could be scanned.
+//! Exit codes: 0 when every session was read (files that are not Pi sessions are skipped as Pi
+//! skips them), 2 when a session was damaged or could not be loaded or a file or folder could
+//! not be read (the others are still reported), 1 on a usage error or when nothing could be
+//! scanned. A demo run of the bundled sample exits 0: its damaged files are there on purpose.
+
+mod cli;
+mod demo;
 
 use std::io::{BufWriter, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use clap::Parser;
-use pisa::cli::{BenchArgs, Cli, Command, ExportArgs, Input, InspectArgs, QueryArgs, ReportArgs, SessionsArgs};
+use clap::{CommandFactory, Parser};
+use cli::{BenchArgs, Cli, Command, ExportArgs, Input, InspectArgs, QueryArgs, ReportArgs, SessionsArgs, Zone};
 use pisa::corpus::Keep;
 use pisa::corpus::{self, Corpus};
 use pisa::frame::Frames;
@@ -67,6 +72,8 @@ fn run(cli: Cli) -> ExitCode {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
     }
     let result = match cli.command {
+        Command::Completions { shell } => completions(shell),
+        Command::Man { out } => man(out.as_deref()),
         Command::Sessions(args) => sessions(args),
         Command::Inspect(args) => inspect(args),
         Command::Daily(a) => rollup(a, Group::Daily),
@@ -95,35 +102,52 @@ fn run(cli: Cli) -> ExitCode {
     }
 }
 
-/// The roots to scan: the given paths, else the default folder, else the bundled sample.
-fn roots(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
-    if !paths.is_empty() {
-        return Ok(paths);
-    }
-    let default = pisa::scan::default_root().context("cannot find the home folder; give a path")?;
-    if default.exists() {
-        return Ok(vec![default]);
-    }
-    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("datasets")
-        .join("sample");
-    if sample.exists() {
-        eprintln!(
-            "pisa: no sessions at {}; showing the bundled sample {}",
-            default.display(),
-            sample.display()
-        );
-        return Ok(vec![sample]);
-    }
-    bail!(
-        "no sessions folder at {} (set {} or give a path)",
-        default.display(),
-        pisa::scan::SESSION_DIR_ENV
-    )
+/// What to scan: the given paths, else Pi's sessions folder, else the bundled sample.
+struct Roots {
+    paths: Vec<PathBuf>,
+    /// The unpacked sample, when that is what is shown (removed on drop).
+    demo: Option<tempfile::TempDir>,
 }
 
-fn scan_with_progress(roots: &[PathBuf], keep: Keep, show: bool) -> Result<Corpus> {
-    let found = pisa::scan::discover(roots);
+impl Roots {
+    fn of(paths: &[PathBuf], demo: bool) -> Result<Roots> {
+        if demo {
+            return Roots::demo("--demo");
+        }
+        if !paths.is_empty() {
+            return Ok(Roots {
+                paths: paths.to_vec(),
+                demo: None,
+            });
+        }
+        let default = pisa::scan::default_root().context("cannot find the home folder; give a path")?;
+        if default.exists() {
+            return Ok(Roots {
+                paths: vec![default],
+                demo: None,
+            });
+        }
+        Roots::demo(&format!("there are no sessions at {}", default.display()))
+    }
+
+    /// The sample, said on stderr whatever else is silenced (`--json`, `--quiet`).
+    fn demo(why: &str) -> Result<Roots> {
+        let dir = demo::unpack().context("cannot unpack the bundled sample")?;
+        say(&format!(
+            "showing the bundled SAMPLE sessions ({} made-up files, some damaged on purpose), not yours: {why}",
+            demo::files()
+        ));
+        Ok(Roots {
+            paths: vec![dir.path().to_path_buf()],
+            demo: Some(dir),
+        })
+    }
+}
+
+/// Scan the roots with a progress bar on a terminal for scans over 64 MB, through the cache
+/// unless it is off or the roots are the sample.
+fn scan_with_progress(roots: &Roots, keep: Keep, show: bool) -> Result<Corpus> {
+    let found = pisa::scan::discover(&roots.paths);
     let total: u64 = found.files.iter().map(|f| f.size).sum();
     let bar = (show && std::io::stderr().is_terminal() && total > 64 << 20).then(|| {
         let b = indicatif::ProgressBar::new(total);
@@ -140,7 +164,12 @@ fn scan_with_progress(roots: &[PathBuf], keep: Keep, show: bool) -> Result<Corpu
             b.inc(n);
         }
     };
-    let cache = CACHE_DIR.get().cloned().flatten().map(|d| pisa::cache::Cache::open(&d));
+    let cache = CACHE_DIR
+        .get()
+        .cloned()
+        .flatten()
+        .filter(|_| roots.demo.is_none())
+        .map(|d| pisa::cache::Cache::open(&d));
     let corpus = corpus::analyze_files(&found.files, keep, Some(&tick), cache.as_ref());
     if let Some(b) = bar {
         b.finish_and_clear();
@@ -149,7 +178,7 @@ fn scan_with_progress(roots: &[PathBuf], keep: Keep, show: bool) -> Result<Corpu
         for w in cache.warnings() {
             say(&w);
         }
-        if let Err(e) = cache.save(roots) {
+        if let Err(e) = cache.save(&roots.paths) {
             say(&e.to_string());
         }
     }
@@ -158,25 +187,42 @@ fn scan_with_progress(roots: &[PathBuf], keep: Keep, show: bool) -> Result<Corpu
     Ok(corpus)
 }
 
+/// The time zone of a report or table: `--timezone`, else the system's; and its name.
+fn zone(z: &Zone) -> Result<(jiff::tz::TimeZone, String)> {
+    Ok(match &z.timezone {
+        Some(name) => (
+            jiff::tz::TimeZone::get(name)
+                .with_context(|| format!("unknown time zone `{name}` (use an IANA name such as Europe/Berlin)"))?,
+            name.clone(),
+        ),
+        None => {
+            let tz = jiff::tz::TimeZone::system();
+            let name = tz.iana_name().unwrap_or("local").to_string();
+            (tz, name)
+        }
+    })
+}
+
 fn sessions(args: SessionsArgs) -> Result<ExitCode> {
-    let roots = roots(args.paths)?;
-    let corpus = scan_with_progress(&roots, Keep::default(), !args.no_progress && !args.json)?;
-    if !args.quiet {
-        list_skipped(&corpus);
-    }
+    let (tz, tz_name) = zone(&args.zone)?;
+    let (roots, corpus) = scan_input(&args.input, Keep::default(), args.json)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     if args.json {
         report::sessions_document(&mut report::C1Escaped::new(&mut out), &corpus)?;
     } else {
-        report::table::sessions(&mut out, &corpus, std::io::stdout().is_terminal())?;
+        report::table::sessions(&mut out, &corpus, &tz, &tz_name, std::io::stdout().is_terminal())?;
     }
     out.flush()?;
-    Ok(exit_code(&corpus))
+    Ok(exit_code(&corpus, &roots))
 }
 
-/// 1 when nothing could be scanned, 2 when something was skipped, else 0.
-fn exit_code(corpus: &Corpus) -> ExitCode {
+/// 1 when nothing could be scanned, 2 when something that may hold usage was skipped, else 0
+/// (always 0 for the sample).
+fn exit_code(corpus: &Corpus, roots: &Roots) -> ExitCode {
+    if roots.demo.is_some() {
+        return ExitCode::SUCCESS;
+    }
     if corpus.sessions.is_empty() && corpus.rejected.is_empty() && !corpus.issues.is_empty() {
         return ExitCode::from(1);
     }
@@ -187,12 +233,21 @@ fn exit_code(corpus: &Corpus) -> ExitCode {
     }
 }
 
-/// Rejected, unreadable and damaged files on stderr, one line each: a reason can quote the
-/// file (the type of its first entry) and a name can hold anything, so both are made safe.
-fn list_skipped(corpus: &Corpus) {
-    let path = pisa::scan::path_text;
+/// Damaged, rejected and unreadable files on stderr, one line each, and with `verbose` the
+/// files that are not sessions: a reason can quote the file (the type of its first entry) and a
+/// name can hold anything, so both are made safe.
+fn list_skipped(corpus: &Corpus, verbose: bool, demo: Option<&Path>) {
+    // The sample's files by their place in the sample, not in the temporary folder.
+    let path = |p: &Path| match demo.and_then(|root| p.strip_prefix(root).ok()) {
+        Some(rel) => format!("sample/{}", pisa::scan::path_text(rel)),
+        None => pisa::scan::path_text(p),
+    };
     for r in &corpus.rejected {
-        say(&format!("skipped {}: {}", path(&r.path), r.reason));
+        if !r.not_session {
+            say(&format!("skipped {}: {}", path(&r.path), r.reason));
+        } else if verbose {
+            say(&format!("not a session, skipped {}: {}", path(&r.path), r.reason));
+        }
     }
     for i in &corpus.issues {
         say(&format!("cannot scan {}: {}", path(&i.path), i.reason));
@@ -220,29 +275,19 @@ fn list_skipped(corpus: &Corpus) {
     }
 }
 
-/// Scan for the analytics commands: every record kept, skipped files listed.
-fn scan_rows(input: Input, quiet_output: bool) -> Result<Corpus> {
-    let roots = roots(input.paths)?;
-    let corpus = scan_with_progress(&roots, Keep { rows: true }, !input.no_progress && !quiet_output)?;
+/// Find, read and analyse what `input` names; list what was skipped unless `--quiet`. The
+/// progress bar is left out when the output is data (`quiet_output`).
+fn scan_input(input: &Input, keep: Keep, quiet_output: bool) -> Result<(Roots, Corpus)> {
+    let roots = Roots::of(&input.paths, input.demo)?;
+    let corpus = scan_with_progress(&roots, keep, !input.no_progress && !quiet_output)?;
     if !input.quiet {
-        list_skipped(&corpus);
+        list_skipped(&corpus, input.verbose, roots.demo.as_ref().map(tempfile::TempDir::path));
     }
-    Ok(corpus)
+    Ok((roots, corpus))
 }
 
 fn report_options(a: &ReportArgs, group: Group) -> Result<rollup::Options> {
-    let (tz, tz_name) = match &a.timezone {
-        Some(name) => (
-            jiff::tz::TimeZone::get(name)
-                .with_context(|| format!("unknown time zone `{name}` (use an IANA name such as Europe/Berlin)"))?,
-            name.clone(),
-        ),
-        None => {
-            let tz = jiff::tz::TimeZone::system();
-            let name = tz.iana_name().unwrap_or("local").to_string();
-            (tz, name)
-        }
-    };
+    let (tz, tz_name) = zone(&a.zone)?;
     if let (Some(s), Some(u)) = (a.since, a.until)
         && s > u
     {
@@ -264,7 +309,7 @@ fn report_options(a: &ReportArgs, group: Group) -> Result<rollup::Options> {
 
 fn rollup(a: ReportArgs, group: Group) -> Result<ExitCode> {
     let o = report_options(&a, group)?;
-    let mut corpus = scan_rows(a.input, a.json || a.csv)?;
+    let (roots, mut corpus) = scan_input(&a.input, Keep { rows: true }, a.json || a.csv)?;
     let frames = Frames::build(&mut corpus, &source_name(None))?;
     let r = rollup::build(&corpus, &frames, &o)?;
     let stdout = std::io::stdout();
@@ -278,12 +323,12 @@ fn rollup(a: ReportArgs, group: Group) -> Result<ExitCode> {
         rollup::table(&mut out, &r, std::io::stdout().is_terminal())?;
     }
     out.flush()?;
-    Ok(exit_code(&corpus))
+    Ok(exit_code(&corpus, &roots))
 }
 
 fn compactions(a: ReportArgs) -> Result<ExitCode> {
     let o = report_options(&a, Group::Session)?;
-    let corpus = scan_rows(a.input, a.json || a.csv)?;
+    let (roots, corpus) = scan_input(&a.input, Keep { rows: true }, a.json || a.csv)?;
     let r = report::compactions::build(&corpus, &o);
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -300,7 +345,7 @@ fn compactions(a: ReportArgs) -> Result<ExitCode> {
         report::compactions::table(&mut out, &r, std::io::stdout().is_terminal())?;
     }
     out.flush()?;
-    Ok(exit_code(&corpus))
+    Ok(exit_code(&corpus, &roots))
 }
 
 /// The `source` column: as given, else the host name.
@@ -309,17 +354,17 @@ fn source_name(given: Option<String>) -> String {
 }
 
 fn export(a: ExportArgs) -> Result<ExitCode> {
-    let mut corpus = scan_rows(a.input, false)?;
+    let (roots, mut corpus) = scan_input(&a.input, Keep { rows: true }, false)?;
     let frames = Frames::build(&mut corpus, &source_name(a.source))?;
     let written = pisa::export::export(&frames, &a.out, a.format, a.partition)?;
     for (path, rows) in &written.files {
         eprintln!("pisa: wrote {} ({rows} rows)", path.display());
     }
-    Ok(exit_code(&corpus))
+    Ok(exit_code(&corpus, &roots))
 }
 
 fn query(a: QueryArgs) -> Result<ExitCode> {
-    let mut corpus = scan_rows(a.input, true)?;
+    let (roots, mut corpus) = scan_input(&a.input, Keep { rows: true }, true)?;
     let frames = Frames::build(&mut corpus, &source_name(a.source))?;
     let mut df = pisa::frame::query(&frames, &a.sql).context("the query failed")?;
     let stdout = std::io::stdout();
@@ -336,12 +381,12 @@ fn query(a: QueryArgs) -> Result<ExitCode> {
         report::frame_table(&mut out, &df, std::io::stdout().is_terminal())?;
     }
     out.flush()?;
-    Ok(exit_code(&corpus))
+    Ok(exit_code(&corpus, &roots))
 }
 
 fn bench(a: BenchArgs) -> Result<ExitCode> {
-    let roots = roots(a.paths)?;
-    let b = pisa::bench::run(&roots, a.runs);
+    let roots = Roots::of(&a.paths, a.demo)?;
+    let b = pisa::bench::run(&roots.paths, a.runs);
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     if a.json {
@@ -374,19 +419,25 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let code = match pisa::analyze::analyze_parsed(parsed) {
-        pisa::analyze::FileAnalysis::Rejected { stats, reason } => {
+        pisa::analyze::FileAnalysis::Rejected {
+            stats,
+            reason,
+            pi_entries,
+        } => {
+            let not_session = !pi_entries && !pisa::scan::pi_session_name(&rel);
             if args.json {
                 serde_json::to_writer_pretty(
                     report::C1Escaped::new(&mut out),
-                    &report::json::rejected_json(&rel, &stats, &reason),
+                    &report::json::rejected_json(&rel, &stats, &reason, not_session),
                 )?;
                 writeln!(out)?;
             } else {
                 // The reason quotes the file (the first entry's type).
+                let what = if not_session { "not a Pi session; " } else { "" };
                 writeln!(
                     out,
                     "{}",
-                    report::terminal_safe(&format!("{rel}: {}", reason.message()))
+                    report::terminal_safe(&format!("{rel}: {what}{}", reason.message()))
                 )?;
             }
             ExitCode::from(2)
@@ -407,4 +458,31 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
     };
     out.flush()?;
     Ok(code)
+}
+
+/// A completion script for `shell` on stdout.
+fn completions(shell: cli::Shell) -> Result<ExitCode> {
+    // Into memory first: `generate` panics when it cannot write (a closed pipe).
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "pisa", &mut script);
+    std::io::stdout().lock().write_all(&script)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The manual page on stdout, or a page per command (`pisa.1`, `pisa-sessions.1`, ...) in `out`.
+fn man(out: Option<&Path>) -> Result<ExitCode> {
+    let cmd = Cli::command();
+    match out {
+        None => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(cmd).render(&mut page)?;
+            std::io::stdout().lock().write_all(&page)?;
+        }
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            clap_mangen::generate_to(cmd, dir).with_context(|| format!("cannot write into {}", dir.display()))?;
+            eprintln!("pisa: wrote the manual pages into {}", dir.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -390,7 +390,14 @@ fn files(corpus: &Corpus) -> PolarsResult<DataFrame> {
         t.row(&[
             ("file", Str(Some(&r.rel))),
             ("path", Str(Some(&path))),
-            ("status", Str(j.and_then(|m| text(m, &["status"])))),
+            (
+                "status",
+                Str(if r.not_session {
+                    Some("not_session")
+                } else {
+                    j.and_then(|m| text(m, &["status"]))
+                }),
+            ),
             ("reason", Str(Some(&r.reason))),
             ("bytes", U64(get("bytes"))),
             ("lines", U64(get("lines"))),

@@ -278,7 +278,7 @@ pub const FILES: &[Col] = &[
     c(
         "status",
         Str,
-        "`ok`, `rejected` (Pi would not load it), `unreadable`, `gone` (removed after the scan found it), `changed` (written to during two reads) or `failed` (an error in pisa)",
+        "`ok`, `not_session` (not a Pi session: Pi skips it, and so does pisa, with exit code 0), `rejected` (a session Pi would not load), `unreadable`, `gone` (removed after the scan found it), `changed` (written to during two reads) or `failed` (an error in pisa)",
     ),
     c("reason", Str, "why it was rejected or unreadable"),
     c("bytes", U64, "file size"),

@@ -58,6 +58,11 @@ impl EntryType {
         }
     }
 
+    /// One of the entry types Pi writes (the header included).
+    pub fn is_pi(&self) -> bool {
+        !matches!(self, EntryType::Other(_) | EntryType::NoType | EntryType::NonObject(_))
+    }
+
     /// The name used in tallies: the type string, `(no type)`, or `(number)` etc.
     pub fn name(&self) -> &str {
         match self {

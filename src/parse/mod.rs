@@ -49,7 +49,7 @@ impl RejectReason {
             RejectReason::NoParsableEntries => "no line parses as JSON".into(),
             RejectReason::FirstEntryNotSessionHeader { found, offset } => {
                 format!(
-                    "not a Pi session: first entry (byte {offset}) is {found}, not a session header with a string id"
+                    "Pi does not load it: the first entry (byte {offset}) is {found}, not a session header with a string id"
                 )
             }
         }
@@ -140,6 +140,9 @@ pub struct ParsedFile {
     pub entries: Vec<Entry>,
     /// `None` when Pi accepts the file.
     pub reject: Option<RejectReason>,
+    /// Some kept value is an entry of a type Pi writes (a header included): a rejected file
+    /// with such entries is a session Pi cannot load, not a file of something else.
+    pub pi_entries: bool,
 }
 
 impl ParsedFile {
@@ -580,6 +583,7 @@ impl FileParser {
             },
         };
         if out.reject.is_some() {
+            out.pi_entries = out.entries.iter().any(|e| e.ty.is_pi());
             out.entries = Vec::new();
             resume = ResumePoint::default();
         }
@@ -683,6 +687,25 @@ mod tests {
         assert!(!p.stats.ends_with_newline);
     }
 
+    /// A rejected file with an entry of one of Pi's types (a header that is not first, a
+    /// header without a string id, entries behind a lost header) is a session Pi cannot load;
+    /// one without is something else.
+    #[test]
+    fn rejected_files_say_whether_they_hold_pi_entries() {
+        let pi = |s: &str| {
+            let p = parse(s.as_bytes());
+            assert!(p.reject.is_some(), "{s}");
+            p.pi_entries
+        };
+        assert!(!pi(""));
+        assert!(!pi("\n\n"));
+        assert!(!pi("{\"version\":1,\"recordType\":\"message\"}\n"));
+        assert!(!pi("{\"type\":\"task\"}\n[1]\n"));
+        assert!(pi(&format!("{{\"type\":\"thinking_level_change\"}}\n{H}\n")));
+        assert!(pi("{\"type\":\"session\",\"id\":5}\n"));
+        assert!(pi(&format!("\u{feff}{H}\n{{\"type\":\"message\"}}\n")));
+    }
+
     #[test]
     fn rejections() {
         assert_eq!(parse(b"").reject, Some(RejectReason::EmptyFile));
@@ -761,11 +784,10 @@ mod tests {
         }
     }
 
-    /// Cutting image payloads changes no figure, wherever the image block stands: in content
-    /// (a fixed count), inside tool-call arguments and tool lists (measured by
-    /// `JSON.stringify`), as a section (measured by length) or an id (kept as JSON).
-    #[test]
-    fn cut_payloads_change_nothing() {
+    /// Lines holding payloads (images, text, thinking and signatures, tool-call arguments) in
+    /// every place Pi writes them and some it does not; with the parts they repeat, to check
+    /// how much was cut: (lines, prose, signature, image data).
+    fn payload_lines() -> (Vec<String>, String, String, String) {
         let data = "iVBORw0KGgo".repeat(40);
         let img = format!(r#"{{"type":"image","data":"{data}","mimeType":"image/png"}}"#);
         // Every kind of escape, characters of one to four bytes, and a pair written as escapes.
@@ -776,7 +798,7 @@ mod tests {
         let sig = "EqQBCkgIARABGAIiQ+/=".repeat(20);
         let thinking = format!(r#"{{"type":"thinking","thinking":"{prose}","thinkingSignature":"{sig}"}}"#);
         let short_thinking = format!(r#"{{"type":"thinking","thinking":"hm","thinkingSignature":"{sig}"}}"#);
-        let lines = [
+        let lines = vec![
             format!(
                 r#"{{"type":"message","id":"a","parentId":null,"message":{{"role":"user","content":[{img},{{"type":"text","text":"hi"}},{text}]}}}}"#
             ),
@@ -805,6 +827,15 @@ mod tests {
                 r#"{{"type":"message","id":"h","parentId":"g","message":{{"role":"user","content":[{{"type":"text","text":"{prose}","text":"short"}}]}}}}"#
             ),
         ];
+        (lines, prose, sig, data)
+    }
+
+    /// Cutting image payloads changes no figure, wherever the image block stands: in content
+    /// (a fixed count), inside tool-call arguments and tool lists (measured by
+    /// `JSON.stringify`), as a section (measured by length) or an id (kept as JSON).
+    #[test]
+    fn cut_payloads_change_nothing() {
+        let (lines, prose, ..) = payload_lines();
         let text = format!("{H}\n{}\n", lines.join("\n"));
         let (a, b) = parse_both(text.as_bytes());
         assert_eq!(a.entries.len(), 12);
@@ -814,16 +845,25 @@ mod tests {
         let finder = text::Cutter::default();
         assert!(text::copy_cutting_payloads(lines[0].as_bytes(), &mut out, &finder));
         assert!(out.len() < lines[0].len() - 400 - prose.len());
-        if measure::available() {
-            // Text, thinking and the signature after it are cut too, and tool-call arguments.
-            assert!(text::copy_cutting_payloads(lines[1].as_bytes(), &mut out, &finder));
-            assert!(out.len() < lines[1].len() - 3 * prose.len() - sig.len() - data.len());
-            assert!(std::str::from_utf8(&out).unwrap().contains(r#""arguments":"\u0000="#));
-        }
         assert!(!text::copy_cutting_payloads(lines[4].as_bytes(), &mut out, &finder));
-        if measure::available() {
-            assert!(text::copy_cutting_payloads(lines[9].as_bytes(), &mut out, &finder));
-        }
+    }
+
+    /// Where this machine measures payloads in place, text, thinking and the signature after it
+    /// are cut too, and so are tool-call arguments.
+    #[test]
+    #[cfg_attr(
+        not(pisa_avx2),
+        ignore = "this machine lacks AVX2, POPCNT or BMI1: text is not measured in place"
+    )]
+    fn text_and_arguments_are_cut_where_they_can_be_measured() {
+        assert!(measure::available(), "the build script saw AVX2, POPCNT and BMI1");
+        let (lines, prose, sig, data) = payload_lines();
+        let mut out = Vec::new();
+        let finder = text::Cutter::default();
+        assert!(text::copy_cutting_payloads(lines[1].as_bytes(), &mut out, &finder));
+        assert!(out.len() < lines[1].len() - 3 * prose.len() - sig.len() - data.len());
+        assert!(std::str::from_utf8(&out).unwrap().contains(r#""arguments":"\u0000="#));
+        assert!(text::copy_cutting_payloads(lines[9].as_bytes(), &mut out, &finder));
     }
 
     /// Parse a file with payloads cut and whole.

@@ -64,8 +64,9 @@ pub fn damage_json(s: &LineStats) -> Value {
     })
 }
 
-/// The record of a rejected file, in the oracle's shape plus pisa's reason text.
-pub fn rejected_json(rel: &str, stats: &LineStats, reason: &RejectReason) -> Value {
+/// The record of a rejected file, in the oracle's shape plus pisa's reason text and whether the
+/// file is a session at all.
+pub fn rejected_json(rel: &str, stats: &LineStats, reason: &RejectReason, not_session: bool) -> Value {
     json!({
         "path": rel,
         "status": "rejected",
@@ -73,6 +74,7 @@ pub fn rejected_json(rel: &str, stats: &LineStats, reason: &RejectReason) -> Val
         "lines": stats.lines,
         "rejectReason": reason.code(),
         "reason": reason.message(),
+        "notSession": not_session,
         "raw": {"blankLines": stats.raw_blank_lines, "endsWithNewline": stats.ends_with_newline},
     })
 }

@@ -171,6 +171,7 @@ pub fn sessions_document(out: &mut impl std::io::Write, c: &crate::corpus::Corpu
     let totals = json!({
         "sessions": c.sessions.len(),
         "rejectedFiles": c.rejected.len(),
+        "notSessionFiles": c.not_sessions().count(),
         "damagedFiles": c.damaged(),
         "bytes": c.bytes,
         "input": num(t.input),

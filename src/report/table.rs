@@ -8,9 +8,16 @@ use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 use super::{terminal_safe, tokens, usd};
 use crate::corpus::Corpus;
 
-/// Write the sessions table, oldest activity first (the newest ends up next to the prompt).
-/// On a terminal the table fits its width; into a pipe or a file no cell is wrapped.
-pub fn sessions(out: &mut impl Write, corpus: &Corpus, terminal: bool) -> std::io::Result<()> {
+/// Write the sessions table, oldest activity first (the newest ends up next to the prompt),
+/// times to the minute in `tz` (named `tz_name` in the header). On a terminal the table fits
+/// its width; into a pipe or a file no cell is wrapped.
+pub fn sessions(
+    out: &mut impl Write,
+    corpus: &Corpus,
+    tz: &jiff::tz::TimeZone,
+    tz_name: &str,
+    terminal: bool,
+) -> std::io::Result<()> {
     let mut table = Table::new();
     table
         .load_preset(UTF8_FULL_CONDENSED)
@@ -19,17 +26,18 @@ pub fn sessions(out: &mut impl Write, corpus: &Corpus, terminal: bool) -> std::i
         } else {
             ContentArrangement::Disabled
         });
+    let zone = terminal_safe(tz_name);
     table.set_header(vec![
-        "Project",
-        "Name",
-        "Started",
-        "Last activity",
-        "Models",
-        "Msgs",
-        "Tokens",
-        "Cost",
-        "Context now",
-        "Compactions",
+        "Project".to_string(),
+        "Name".into(),
+        format!("Started ({zone})"),
+        format!("Last activity ({zone})"),
+        "Models".into(),
+        "Msgs".into(),
+        "Tokens".into(),
+        "Cost".into(),
+        "Context now".into(),
+        "Compactions".into(),
     ]);
     let mut order: Vec<&crate::corpus::SessionSummary> = corpus.sessions.iter().collect();
     order.sort_by(|a, b| {
@@ -50,8 +58,8 @@ pub fn sessions(out: &mut impl Write, corpus: &Corpus, terminal: bool) -> std::i
         table.add_row(vec![
             Cell::new(terminal_safe(&r.overview.project)),
             Cell::new(terminal_safe(r.name.as_deref().unwrap_or(""))),
-            Cell::new(minute(r.overview.started.as_deref())),
-            Cell::new(minute(r.overview.last_activity.as_deref())),
+            Cell::new(minute(r.overview.started.as_deref(), tz)),
+            Cell::new(minute(r.overview.last_activity.as_deref(), tz)),
             Cell::new(terminal_safe(&r.overview.models.join(", "))),
             Cell::new(r.messages).set_alignment(CellAlignment::Right),
             Cell::new(tokens(r.totals.tokens())).set_alignment(CellAlignment::Right),
@@ -64,9 +72,12 @@ pub fn sessions(out: &mut impl Write, corpus: &Corpus, terminal: bool) -> std::i
     footer(out, corpus)
 }
 
-/// `2026-05-01T10:00:00.000Z` → `2026-05-01 10:00` (UTC).
-fn minute(iso: Option<&str>) -> String {
-    iso.map_or_else(String::new, |t| t.get(..16).unwrap_or(t).replacen('T', " ", 1))
+/// `2026-05-01T10:00:00.000Z` → `2026-05-01 12:00` in Europe/Berlin.
+fn minute(iso: Option<&str>, tz: &jiff::tz::TimeZone) -> String {
+    iso.and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .map_or_else(String::new, |t| {
+            t.to_zoned(tz.clone()).strftime("%Y-%m-%d %H:%M").to_string()
+        })
 }
 
 /// The corpus totals and the count of skipped files.
@@ -98,10 +109,11 @@ pub fn footer(out: &mut impl Write, c: &Corpus) -> std::io::Result<()> {
     let status = |r: &&crate::corpus::RejectedFile| r.json["status"].as_str().unwrap_or("").to_string();
     let count = |s: &str| c.rejected.iter().filter(|r| status(r) == s).count();
     let (changed, gone) = (count("changed"), count("gone"));
+    let not_sessions = c.not_sessions().count();
     write!(
         out,
         "{} rejected, {} damaged, {} unreadable",
-        count("rejected"),
+        count("rejected") - not_sessions,
         c.damaged(),
         c.issues.len() + c.rejected.len() - count("rejected") - changed - gone,
     )?;
@@ -110,6 +122,9 @@ pub fn footer(out: &mut impl Write, c: &Corpus) -> std::io::Result<()> {
     }
     if gone > 0 {
         write!(out, ", {gone} gone")?;
+    }
+    if not_sessions > 0 {
+        write!(out, "; {not_sessions} not Pi sessions (skipped, as Pi skips them)")?;
     }
     writeln!(out)
 }

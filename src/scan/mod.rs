@@ -176,6 +176,20 @@ pub fn name_text(name: &OsStr) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
+/// Whether a file name (the last component of `rel`) is one Pi gives a session file:
+/// `<ISO timestamp with : and . as ->_<session id>.jsonl`, as `SessionManager` names them.
+pub fn pi_session_name(rel: &str) -> bool {
+    let name = rel.rsplit(['/', '\\']).next().unwrap_or(rel).as_bytes();
+    // 2026-05-01T10-00-00-000Z_ then an id, then .jsonl
+    const SHAPE: &[u8; 25] = b"dddd-dd-ddTdd-dd-dd-dddZ_";
+    name.len() > SHAPE.len() + ".jsonl".len()
+        && name.ends_with(b".jsonl")
+        && SHAPE
+            .iter()
+            .zip(name)
+            .all(|(&s, &b)| if s == b'd' { b.is_ascii_digit() } else { s == b })
+}
+
 /// A whole path as text, each component as [`name_text`] writes it.
 pub fn path_text(path: &Path) -> String {
     match path.to_str() {
@@ -187,6 +201,26 @@ pub fn path_text(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pi_session_names_are_told_apart() {
+        for yes in [
+            "2026-05-01T10-00-00-000Z_019de1a2-0000-7000-8000-000000000000.jsonl",
+            "--proj--/2025-12-09T00-53-12-345Z_x.jsonl",
+        ] {
+            assert!(pi_session_name(yes), "{yes}");
+        }
+        for no in [
+            "todo-log.jsonl",
+            "--proj--/2026-05-01T10-00-00-000Z_run/subagent-artifacts/a1_worker_0_transcript.jsonl",
+            "2026-05-01T10-00-00-000Z_.jsonl",
+            "2026-05-01T10:00:00.000Z_x.jsonl",
+            "2026-05-01T10-00-00-000Z_x.json",
+            "session.jsonl",
+        ] {
+            assert!(!pi_session_name(no), "{no}");
+        }
+    }
 
     #[test]
     fn finds_jsonl_recursively_largest_first_and_reports_missing_roots() {
