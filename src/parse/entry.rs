@@ -114,9 +114,24 @@ impl Entry {
         };
         shift(&mut self.id);
         shift(&mut self.parent);
+        // A system message's tool names are keys too (`getCurrentTools`).
+        let tools = |m: &mut Message| {
+            for (name, _) in m.system.iter_mut().flat_map(|s| s.tools_added.iter_mut()) {
+                shift(name);
+            }
+            for name in m.system.iter_mut().flat_map(|s| s.tools_removed.iter_mut()) {
+                shift(name);
+            }
+        };
         match &mut self.body {
-            Body::Compaction(c) => shift(&mut c.first_kept),
+            Body::Compaction(c) => {
+                shift(&mut c.first_kept);
+                if let Some(m) = &mut c.system_message {
+                    tools(m);
+                }
+            }
             Body::ContextEdit(e) => shift(&mut e.target),
+            Body::Message(m) => tools(m),
             _ => {}
         }
     }

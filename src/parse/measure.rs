@@ -11,19 +11,23 @@
 //! Only `\u` escapes (rare) are looked at one by one. Without AVX2 nothing is measured here
 //! (the payload is left to simd-json, which is as fast as a scalar scan would be).
 
-use super::text::Cut;
+/// What a JSON string holds, in the two lengths Pi's code reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Lengths {
+    /// UTF-16 units of the string (`String#length`).
+    pub units: u64,
+    /// `JSON.stringify(s).length - 2`.
+    pub json: u64,
+}
 
 /// The content of the JSON string whose opening quote precedes `payload`: its bytes up to
 /// the closing quote and what it holds, if JSON.parse and simd-json both take it as it is
 /// (valid UTF-8, no raw control character, valid escapes, no lone surrogate escape). `None`
 /// otherwise, or when this machine cannot measure it fast.
-pub fn json_string(payload: &[u8]) -> Option<(usize, Cut)> {
+pub fn json_string(payload: &[u8]) -> Option<(usize, Lengths)> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("popcnt")
-        && std::arch::is_x86_feature_detected!("bmi1")
-    {
-        // SAFETY: the features the function is compiled for are present.
+    if avx2::available() {
+        // SAFETY: this CPU has the features `avx2::json_string` is compiled for.
         return unsafe { avx2::json_string(payload) };
     }
     let _ = payload;
@@ -61,42 +65,55 @@ mod avx2 {
         _mm256_or_si256, _mm256_set1_epi8, _mm256_xor_si256,
     };
 
-    use super::{Cut, Masks, measure};
+    use super::{Lengths, Masks, measure};
 
-    #[target_feature(enable = "avx2,popcnt,bmi1")]
-    pub unsafe fn json_string(payload: &[u8]) -> Option<(usize, Cut)> {
-        measure(payload, masks)
+    /// Whether this CPU has AVX2, POPCNT and BMI1.
+    pub fn available() -> bool {
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("popcnt")
+            && std::arch::is_x86_feature_detected!("bmi1")
     }
 
-    #[inline(always)]
+    /// [`super::json_string`] with AVX2 masks; POPCNT and BMI1 make the counts single
+    /// instructions.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX2, POPCNT and BMI1 ([`available`]).
+    #[target_feature(enable = "avx2,popcnt,bmi1")]
+    pub unsafe fn json_string(payload: &[u8]) -> Option<(usize, Lengths)> {
+        // The closure is compiled with this function's features, and so `masks` is inlined.
+        measure(payload, |block| masks(block))
+    }
+
+    /// The masks of one 64-byte block, two 32-byte compares each.
+    #[target_feature(enable = "avx2")]
+    #[inline]
     fn masks(block: &[u8; 64]) -> Masks {
         let mut m = Masks::default();
-        // SAFETY: only called from `json_string`, compiled with AVX2; both loads are within
-        // the 64 bytes of `block`.
-        unsafe {
-            let set = |b: u8| _mm256_set1_epi8(b as i8);
-            for half in 0..2 {
-                let v = _mm256_loadu_si256(block.as_ptr().add(32 * half).cast::<__m256i>());
-                let bits = |x: __m256i| u64::from(_mm256_movemask_epi8(x) as u32) << (32 * half);
-                let eq = |b: u8| _mm256_cmpeq_epi8(v, set(b));
-                // Signed compares on bytes shifted by 0x80 compare them unsigned.
-                let shifted = _mm256_xor_si256(v, set(0x80));
-                let (u, slash, quote, backslash) = (eq(b'u'), eq(b'/'), eq(b'"'), eq(b'\\'));
-                m.backslash |= bits(backslash);
-                m.quote |= bits(quote);
-                m.control |= bits(_mm256_cmpgt_epi8(set(0x20 ^ 0x80), shifted));
-                m.continuation |= bits(_mm256_cmpeq_epi8(_mm256_and_si256(v, set(0xC0)), set(0x80)));
-                m.four |= bits(_mm256_cmpgt_epi8(shifted, set(0xEF ^ 0x80)));
-                m.high |= bits(v);
-                m.u |= bits(u);
-                m.slash |= bits(slash);
-                let short = _mm256_or_si256(
-                    _mm256_or_si256(eq(b'b'), eq(b'f')),
-                    _mm256_or_si256(_mm256_or_si256(eq(b'n'), eq(b'r')), eq(b't')),
-                );
-                let escapable = _mm256_or_si256(_mm256_or_si256(u, slash), _mm256_or_si256(quote, backslash));
-                m.escapable |= bits(_mm256_or_si256(escapable, short));
-            }
+        let set = |b: u8| _mm256_set1_epi8(b as i8);
+        for half in 0..2 {
+            // SAFETY: the 32 bytes read are within `block`.
+            let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * half).cast::<__m256i>()) };
+            let bits = |x: __m256i| u64::from(_mm256_movemask_epi8(x) as u32) << (32 * half);
+            let eq = |b: u8| _mm256_cmpeq_epi8(v, set(b));
+            // Signed compares on bytes shifted by 0x80 compare them unsigned.
+            let shifted = _mm256_xor_si256(v, set(0x80));
+            let (u, slash, quote, backslash) = (eq(b'u'), eq(b'/'), eq(b'"'), eq(b'\\'));
+            m.backslash |= bits(backslash);
+            m.quote |= bits(quote);
+            m.control |= bits(_mm256_cmpgt_epi8(set(0x20 ^ 0x80), shifted));
+            m.continuation |= bits(_mm256_cmpeq_epi8(_mm256_and_si256(v, set(0xC0)), set(0x80)));
+            m.four |= bits(_mm256_cmpgt_epi8(shifted, set(0xEF ^ 0x80)));
+            m.high |= bits(v);
+            m.u |= bits(u);
+            m.slash |= bits(slash);
+            let short = _mm256_or_si256(
+                _mm256_or_si256(eq(b'b'), eq(b'f')),
+                _mm256_or_si256(_mm256_or_si256(eq(b'n'), eq(b'r')), eq(b't')),
+            );
+            let escapable = _mm256_or_si256(_mm256_or_si256(u, slash), _mm256_or_si256(quote, backslash));
+            m.escapable |= bits(_mm256_or_si256(escapable, short));
         }
         m
     }
@@ -140,7 +157,7 @@ fn hex_unit(payload: &[u8], at: usize) -> Option<u16> {
 }
 
 #[inline(always)]
-fn measure(payload: &[u8], masks: impl Fn(&[u8; 64]) -> Masks) -> Option<(usize, Cut)> {
+fn measure(payload: &[u8], masks: impl Fn(&[u8; 64]) -> Masks) -> Option<(usize, Lengths)> {
     const EVEN: u64 = 0x5555_5555_5555_5555;
     // Bytes counted as UTF-16 units (escapes included as written), escapes, `\/` escapes,
     // `\u` escapes and what the latter add to JSON.stringify's length.
@@ -218,7 +235,7 @@ fn measure(payload: &[u8], masks: impl Fn(&[u8; 64]) -> Masks) -> Option<(usize,
             let units = raw - escapes - 4 * us;
             // JSON.stringify writes short escapes back (but `\/` as `/`); `\u` ones as counted.
             let json = units + (escapes - slashes - us) + u_extra;
-            return Some((end, Cut { units, json }));
+            return Some((end, Lengths { units, json }));
         }
         pos += 64;
     }
@@ -373,7 +390,7 @@ mod tests {
     use super::*;
 
     /// What a scalar walk finds (the definition the block method must equal).
-    fn reference(payload: &[u8]) -> Option<(usize, Cut)> {
+    fn reference(payload: &[u8]) -> Option<(usize, Lengths)> {
         let (mut units, mut json) = (0u64, 0u64);
         let mut i = 0;
         let mut low_half = false;
@@ -432,7 +449,7 @@ mod tests {
             return None;
         }
         std::str::from_utf8(&payload[..end]).ok()?;
-        Some((end, Cut { units, json }))
+        Some((end, Lengths { units, json }))
     }
 
     /// A random JSON value for [`objects_measure_as_stringify`]: mostly as `JSON.stringify`
@@ -564,7 +581,7 @@ mod tests {
                 simd_json::to_tape_with_buffers(&mut parsed, &mut buffers).unwrap_or_else(|e| panic!("{shown}: {e}"));
             assert_eq!(
                 len,
-                crate::js::stringify_len(tape.as_value(), crate::js::Marks::default()),
+                super::super::tape::stringify_len(super::super::tape::Val::root(&tape), Default::default()),
                 "{shown}"
             );
         }
@@ -590,7 +607,7 @@ mod tests {
         blocks_measure_as_a_scalar_walk(json_string);
     }
 
-    fn blocks_measure_as_a_scalar_walk(measured: impl Fn(&[u8]) -> Option<(usize, Cut)>) {
+    fn blocks_measure_as_a_scalar_walk(measured: impl Fn(&[u8]) -> Option<(usize, Lengths)>) {
         const PIECES: [&[u8]; 31] = [
             b"plain ascii words ",
             b"\\n",

@@ -5,16 +5,19 @@
 //! accepts the file only when the first parsed value is a `session` header with a string
 //! `id`. pisa does the same on bytes, and counts everything it skips.
 
+pub mod cut;
 pub mod entry;
 pub mod extract;
 pub mod measure;
-pub mod text;
+pub mod repair;
+pub mod tape;
 
 use memchr::memchr_iter;
 use simd_json::tape::Tape;
 
 use entry::{Body, Entry, EntryType, Header};
 use extract::LineCtx;
+use tape::{Marks, Val};
 
 /// Why Pi refuses a whole file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,11 +166,11 @@ pub struct Scratch {
     buffers: simd_json::Buffers,
     tape: Option<Tape<'static>>,
     unique: u32,
-    cutter: text::Cutter,
+    cutter: cut::Cutter,
     /// The worker's read buffer (see [`Scratch::read_file`]).
     read: Vec<u8>,
     /// Cut payloads of image, text and thinking blocks out of lines before parsing (see
-    /// `text::copy_cutting_payloads`).
+    /// `cut::copy_cutting_payloads`).
     pub cut_payloads: bool,
     /// Scratch of the cores that help with a big file.
     helpers: Vec<Scratch>,
@@ -190,7 +193,7 @@ impl Default for Scratch {
             buffers: simd_json::Buffers::with_max_depth(64 * 1024, usize::MAX),
             tape: Some(Tape(Vec::with_capacity(4096))),
             unique: 0,
-            cutter: text::Cutter::default(),
+            cutter: cut::Cutter::default(),
             read: Vec::new(),
             cut_payloads: true,
             helpers: Vec::new(),
@@ -207,38 +210,31 @@ enum LineOutcome {
 
 impl Scratch {
     /// Parse `bytes` as one JSON document and turn it into an entry.
-    fn parse_line(&mut self, bytes: &[u8], line: u32, offset: u64, marks: crate::js::Marks) -> Result<LineOutcome, ()> {
-        let whole = |buf: &mut Vec<u8>| {
-            buf.clear();
-            buf.extend_from_slice(bytes);
-        };
+    fn parse_line(&mut self, bytes: &[u8], line: u32, offset: u64, marks: Marks<'_>) -> Result<LineOutcome, ()> {
         // A repaired line's U+FFFF may stand for a lone surrogate, which `JSON.stringify`
         // writes longer: such (rare) lines are parsed whole.
         let cutting = self.cut_payloads && !marks.lone_surrogates;
-        let cut = cutting && text::copy_cutting_payloads(bytes, &mut self.line, &self.cutter);
-        if !cutting {
-            whole(&mut self.line);
-        }
-        let unique = self.unique;
-        let outcome = self.parse_copied(
-            line,
-            offset,
-            crate::js::Marks {
-                payloads_cut: cut,
-                ..marks
-            },
-        );
-        if cut && crate::js::take_cut_read() {
-            // A reader needed a cut payload's bytes: read the line whole.
-            whole(&mut self.line);
+        // Without a cut, `copy_cutting_payloads` leaves the line as it is in `self.line`.
+        if cutting && cut::copy_cutting_payloads(bytes, &mut self.line, &self.cutter) {
+            let unique = self.unique;
+            let needed = std::cell::Cell::new(false);
+            let outcome = self.parse_copied(line, offset, marks.with_cuts(&needed));
+            if !needed.get() {
+                return outcome;
+            }
+            // A reader needed what a cut payload held: read the line whole.
             self.unique = unique;
-            return self.parse_copied(line, offset, marks);
+            self.line.clear();
+            self.line.extend_from_slice(bytes);
+        } else if !cutting {
+            self.line.clear();
+            self.line.extend_from_slice(bytes);
         }
-        outcome
+        self.parse_copied(line, offset, marks)
     }
 
     /// Parse the line copied into `self.line`.
-    fn parse_copied(&mut self, line: u32, offset: u64, marks: crate::js::Marks) -> Result<LineOutcome, ()> {
+    fn parse_copied(&mut self, line: u32, offset: u64, marks: Marks<'_>) -> Result<LineOutcome, ()> {
         let Scratch {
             line: buf,
             buffers,
@@ -251,8 +247,8 @@ impl Scratch {
         let mut t: Tape<'_> = tape.take().unwrap_or_else(|| Tape(Vec::new())).reset();
         let result = match simd_json::fill_tape_padded(buf, len, buffers, &mut t) {
             Ok(()) => {
-                let root = t.as_value();
-                if extract::is_falsy_root(root) {
+                let root = Val::root(&t);
+                if !root.truthy() {
                     Ok(LineOutcome::Falsy)
                 } else {
                     let mut ctx = LineCtx {
@@ -272,17 +268,17 @@ impl Scratch {
 
     /// Parse a line, repairing it first when simd-json rejects what `JSON.parse` accepts.
     fn parse_js_line(&mut self, bytes: &[u8], line: u32, offset: u64, stats: &mut LineStats) -> LineOutcome {
-        if let Ok(outcome) = self.parse_line(bytes, line, offset, crate::js::Marks::default()) {
+        if let Ok(outcome) = self.parse_line(bytes, line, offset, Marks::default()) {
             return outcome;
         }
         let mut repaired = std::mem::take(&mut self.repaired);
-        let repair = text::repair_line(bytes, &mut repaired);
+        let repair = repair::repair_line(bytes, &mut repaired);
         let outcome = if repair.any() {
-            match self.parse_line(&repaired, line, offset, repair.marks) {
+            match self.parse_line(&repaired, line, offset, repair.marks()) {
                 Ok(o) => {
                     stats.invalid_utf8_lines += u64::from(repair.lossy);
-                    stats.lone_surrogate_lines += u64::from(repair.marks.lone_surrogates);
-                    stats.out_of_range_number_lines += u64::from(repair.marks.infinities);
+                    stats.lone_surrogate_lines += u64::from(repair.lone_surrogates);
+                    stats.out_of_range_number_lines += u64::from(repair.infinities);
                     o
                 }
                 Err(()) => LineOutcome::Invalid,
@@ -842,10 +838,10 @@ mod tests {
         assert_eq!(a.stats.malformed_lines, 0);
         assert_eq!(format!("{a:?}"), format!("{b:?}"));
         let mut out = Vec::new();
-        let finder = text::Cutter::default();
-        assert!(text::copy_cutting_payloads(lines[0].as_bytes(), &mut out, &finder));
+        let finder = cut::Cutter::default();
+        assert!(cut::copy_cutting_payloads(lines[0].as_bytes(), &mut out, &finder));
         assert!(out.len() < lines[0].len() - 400 - prose.len());
-        assert!(!text::copy_cutting_payloads(lines[4].as_bytes(), &mut out, &finder));
+        assert!(!cut::copy_cutting_payloads(lines[4].as_bytes(), &mut out, &finder));
     }
 
     /// Where this machine measures payloads in place, text, thinking and the signature after it
@@ -859,11 +855,11 @@ mod tests {
         assert!(measure::available(), "the build script saw AVX2, POPCNT and BMI1");
         let (lines, prose, sig, data) = payload_lines();
         let mut out = Vec::new();
-        let finder = text::Cutter::default();
-        assert!(text::copy_cutting_payloads(lines[1].as_bytes(), &mut out, &finder));
+        let finder = cut::Cutter::default();
+        assert!(cut::copy_cutting_payloads(lines[1].as_bytes(), &mut out, &finder));
         assert!(out.len() < lines[1].len() - 3 * prose.len() - sig.len() - data.len());
         assert!(std::str::from_utf8(&out).unwrap().contains(r#""arguments":"\u0000="#));
-        assert!(text::copy_cutting_payloads(lines[9].as_bytes(), &mut out, &finder));
+        assert!(cut::copy_cutting_payloads(lines[9].as_bytes(), &mut out, &finder));
     }
 
     /// Parse a file with payloads cut and whole.
@@ -934,7 +930,12 @@ mod tests {
     fn parallel_pieces_equal_one_parse() {
         let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/sample");
         let mut text = format!("{H}\n").into_bytes();
-        let odd = "{\"type\":\"custom\",\"id\":{\"o\":1},\"parentId\":[2]}\n{bad\n\n null\n";
+        // Object keys (numbered per file) in ids and in a system message's tool names.
+        let odd = concat!(
+            "{\"type\":\"custom\",\"id\":{\"o\":1},\"parentId\":[2]}\n{bad\n\n null\n",
+            "{\"type\":\"message\",\"id\":\"s\",\"parentId\":null,\"message\":{\"role\":\"system\",",
+            "\"content\":\"c\",\"toolsAdded\":[{\"name\":{\"t\":1}}],\"toolsRemoved\":[{\"name\":[1]}]}}\n",
+        );
         while text.len() < 7 << 20 {
             for e in walkdir::WalkDir::new(&sample).sort_by_file_name() {
                 let e = e.unwrap();

@@ -63,7 +63,37 @@ ODD_A3 = (
     '"cost":{"total":0}},"stopReason":"stop"}}'
 )
 
+# Tool names that are objects: Pi's getCurrentTools keys a Map by `tool.name`, and two objects are
+# two keys even when they are written alike, in one system message or in two (issue 17 asked
+# whether pisa merged those of different messages). The estimate counts every tool it keeps.
+TOOL = '{"name":%s,"description":"%s","parameters":{"type":"object"}}'
+OBJ_USER = '{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"hi"}}'
+OBJ_SYS1 = (
+    '{"type":"message","id":"s1","parentId":"u1","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"system",'
+    '"content":"rules","toolsAdded":[' + TOOL % ('{"n":1}', "first tool, quite a long description") + ","
+    + TOOL % ('"read"', "reads") + '],"timestamp":1}}'
+)
+OBJ_SYS2 = (
+    '{"type":"message","id":"s2","parentId":"s1","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"system",'
+    '"content":"more","toolsAdded":[' + TOOL % ('{"n":1}', "second") + "," + TOOL % ('["x"]', "third") + "],"
+    '"toolsRemoved":[{"name":{"n":1}},{"name":"read"}],"timestamp":2}}'
+)
+OBJ_EDIT = '{"type":"context_edit","id":"e1","parentId":"s2","targetId":"none","replacement":null}'
+
+# Repeated keys in a content block: JSON.parse keeps the last `type`, so Pi counts this block as
+# text, not as a tool call, in getSessionStats and in the estimate.
+DUP_USER = OBJ_USER
+DUP_ASSISTANT = (
+    '{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"assistant",'
+    '"content":[{"type":"toolCall","id":"t1","name":"read","arguments":{"p":"x"},"type":"text","text":"plain"},'
+    '{"type":"toolCall","id":"t2","name":"ls","arguments":{},"type":"text","text":"more"},'
+    '{"type":"text","text":"t","type":"toolCall","id":"t3","name":"ls","arguments":{}}],"provider":"p","model":"m",'
+    '"usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"total":0}},"stopReason":"stop"}}'
+)
+
 files = {
+    "08-object-tool-names-in-two-system-messages.jsonl": [H % 8, OBJ_USER, OBJ_SYS1, OBJ_SYS2, OBJ_EDIT],
+    "09-repeated-type-key-in-content-blocks.jsonl": [H % 9, DUP_USER, DUP_ASSISTANT, OBJ_EDIT.replace('"s2"', '"a1"')],
     "06-usage-fields-that-are-strings-objects-arrays.jsonl": [H % 6, ODD_USER, ODD_A1, ODD_A2, ODD_WARM],
     "07-estimate-from-string-usage.jsonl": [H % 7, ODD_USER, ODD_A1, ODD_A2, ODD_WARM, ODD_U2, ODD_A3, ODD_U2.replace('"u2"', '"u3"', 1).replace('"w1"', '"a3"')],
     "03-array-summary-and-nan-system-sections.jsonl": [H % 3, NAN_USER, NAN_SYSTEM, ARRAY_SUMMARY],

@@ -1,115 +1,38 @@
-//! Making a line that `JSON.parse` accepts acceptable to simd-json too.
+//! Payloads cut out of a line before simd-json sees it, and what stands for them.
 //!
-//! Three inputs are valid for Pi but rejected by simd-json: bytes that are not UTF-8 (Node
-//! decodes them to U+FFFD before parsing), `\uD800`–`\uDFFF` escapes that do not form a
-//! pair (JavaScript strings may hold lone surrogates), and number literals beyond the
-//! double range (`1e400` is `Infinity` to `JSON.parse`). All are rewritten only after a
-//! parse failed, so well-formed lines never pay for it; [`Marks`] tells the readers of the
-//! tape how to undo the stand-ins.
+//! Image, text and thinking blocks are about two thirds of the bytes of a realistic session
+//! file, and pisa only ever needs their lengths; tool-call arguments count only as
+//! `JSON.stringify(arguments).length`. [`copy_cutting_payloads`] measures such payloads in
+//! place (`measure`) and puts a short string in their place, so simd-json neither finds their
+//! structure nor copies and unescapes them. This module owns that format: the encoding here,
+//! its reading in [`stands_for`]. A reader that needs what a cut payload held tells the
+//! parser through its `tape::Marks`, and the line is read again whole.
 
-use crate::js::Marks;
+use super::measure::{self, Lengths};
 
-/// What [`repair_line`] changed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Repair {
-    /// Invalid UTF-8 was replaced by U+FFFD (maximal subparts, like Node's decoder).
-    pub lossy: bool,
-    /// Stand-ins the tape readers must undo.
-    pub marks: Marks,
+/// What stands for a cut payload in a cut line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// The content of a string: `"\u0000<units>_<json>"`.
+    String(Lengths),
+    /// A whole value (tool-call arguments), by its `JSON.stringify` length: `"\u0000=<json>"`.
+    Value(u64),
 }
 
-impl Repair {
-    /// Whether anything changed.
-    pub fn any(self) -> bool {
-        self.lossy || self.marks.lone_surrogates || self.marks.infinities
+/// What the string `s` of a cut line stands for, if it stands for a cut payload. Only cut
+/// payloads begin with U+0000 in a cut line: a line holding the escape `\u0000` outside its
+/// payloads is never cut.
+#[inline]
+pub fn stands_for(s: &str) -> Option<Cut> {
+    let rest = s.strip_prefix('\0')?;
+    if let Some(json) = rest.strip_prefix('=') {
+        return json.parse().ok().map(Cut::Value);
     }
-}
-
-/// Write into `out` the line as Pi's reader would hand it to `JSON.parse`, in a form
-/// simd-json accepts with the same string lengths: lone surrogates become `\uFFFF` (one
-/// UTF-16 unit, like the original) and out-of-range numbers `±1.7976931348623157e308`.
-pub fn repair_line(line: &[u8], out: &mut Vec<u8>) -> Repair {
-    let mut repair = Repair::default();
-    out.clear();
-    let text = match std::str::from_utf8(line) {
-        Ok(s) => std::borrow::Cow::Borrowed(s),
-        Err(_) => {
-            repair.lossy = true;
-            String::from_utf8_lossy(line)
-        }
-    };
-    let b = text.as_bytes();
-    let mut in_string = false;
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if !in_string {
-            if c == b'"' {
-                in_string = true;
-            } else if c == b'-' || c.is_ascii_digit() {
-                let end = i + b[i..]
-                    .iter()
-                    .take_while(|&&d| d.is_ascii_digit() || b"+-.eE".contains(&d))
-                    .count();
-                let token = &text[i..end];
-                if token.parse::<f64>().is_ok_and(f64::is_infinite) {
-                    out.extend_from_slice(if token.starts_with('-') {
-                        b"-1.7976931348623157e308"
-                    } else {
-                        b"1.7976931348623157e308"
-                    });
-                    repair.marks.infinities = true;
-                } else {
-                    out.extend_from_slice(token.as_bytes());
-                }
-                i = end;
-                continue;
-            }
-            out.push(c);
-            i += 1;
-            continue;
-        }
-        match c {
-            b'"' => {
-                in_string = false;
-                out.push(c);
-                i += 1;
-            }
-            b'\\' if b.get(i + 1) == Some(&b'u') => {
-                let Some(unit) = hex4(b, i + 2) else {
-                    out.extend_from_slice(&b[i..i + 2]);
-                    i += 2;
-                    continue;
-                };
-                let paired_low = || {
-                    (b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u'))
-                        .then(|| hex4(b, i + 8))
-                        .flatten()
-                        .is_some_and(|l| (0xDC00..=0xDFFF).contains(&l))
-                };
-                if (0xD800..=0xDBFF).contains(&unit) && paired_low() {
-                    out.extend_from_slice(&b[i..i + 12]);
-                    i += 12;
-                } else if (0xD800..=0xDFFF).contains(&unit) {
-                    out.extend_from_slice(b"\\uFFFF");
-                    repair.marks.lone_surrogates = true;
-                    i += 6;
-                } else {
-                    out.extend_from_slice(&b[i..i + 6]);
-                    i += 6;
-                }
-            }
-            b'\\' if i + 1 < b.len() => {
-                out.extend_from_slice(&b[i..i + 2]);
-                i += 2;
-            }
-            _ => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    repair
+    let (units, json) = rest.split_once('_')?;
+    Some(Cut::String(Lengths {
+        units: units.parse().ok()?,
+        json: json.parse().ok()?,
+    }))
 }
 
 /// How Pi writes the start of a content block; its type follows.
@@ -136,22 +59,11 @@ enum Payload {
     Text,
 }
 
-/// What a cut payload stood for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cut {
-    /// UTF-16 units of the string it holds (`String#length`).
-    pub units: u64,
-    /// `JSON.stringify(s).length - 2`.
-    pub json: u64,
-}
-
 /// Copy `line` into `out`, cutting the payload out of every image, text and thinking block Pi
 /// wrote: pisa needs only their lengths (in UTF-16 units, and as `JSON.stringify` writes
 /// them), which are measured here, once, without simd-json copying and unescaping the bytes.
-/// A payload becomes the string `"\u0000<units>_<json>"`; readers that could meet it ask
-/// [`crate::js::Marks::cut`], and the line is read again whole if one needs the content.
-/// The arguments of a tool call written as Pi writes it become `"\u0000=<json>"` (see
-/// [`tool_call_arguments`]; [`crate::js::Marks::cut_value`]).
+/// A payload becomes the string `"\u0000<units>_<json>"`, the arguments of a tool call written
+/// as Pi writes it `"\u0000=<json>"` (see [`tool_call_arguments`], [`Cut`]).
 /// Returns whether anything was cut.
 ///
 /// Only sure cases are cut, so that the cut line is valid JSON exactly when the line is, and
@@ -182,18 +94,18 @@ pub fn copy_cutting_payloads(line: &[u8], out: &mut Vec<u8>, cutter: &Cutter) ->
     };
     // Put the marker in place of the value of `bytes` bytes starting at `data`, if it was
     // measured: where the line goes on.
-    let mut cut_at = |data: usize, measured: Option<(usize, Marker)>, copied: &mut usize| {
+    let mut cut_at = |data: usize, measured: Option<(usize, Cut)>, copied: &mut usize| {
         let Some((bytes, marker)) = measured else { return data };
         copy(out, &line[*copied..data]);
         let mut digits = itoa::Buffer::new();
         match marker {
-            Marker::String(c) => {
+            Cut::String(c) => {
                 out.extend_from_slice(br"\u0000");
                 out.extend_from_slice(digits.format(c.units).as_bytes());
                 out.push(b'_');
                 out.extend_from_slice(digits.format(c.json).as_bytes());
             }
-            Marker::Value(json) => {
+            Cut::Value(json) => {
                 out.extend_from_slice(br#""\u0000="#);
                 out.extend_from_slice(digits.format(json).as_bytes());
                 out.push(b'"');
@@ -211,15 +123,15 @@ pub fn copy_cutting_payloads(line: &[u8], out: &mut Vec<u8>, cutter: &Cutter) ->
         let string = |data: usize, kind: Payload| {
             let measured = match kind {
                 Payload::Base64 => measure_base64(&line[data..]),
-                Payload::Text => super::measure::json_string(&line[data..]),
+                Payload::Text => measure::json_string(&line[data..]),
             };
             measured
                 .filter(|&(bytes, _)| bytes >= MIN_CUT)
-                .map(|(bytes, c)| (bytes, Marker::String(c)))
+                .map(|(bytes, c)| (bytes, Cut::String(c)))
         };
         if rest.starts_with(TOOL_CALL) {
             if let Some((args, bytes, json)) = tool_call_arguments(line, ty + TOOL_CALL.len()) {
-                next = cut_at(args, Some((bytes, Marker::Value(json))), &mut copied);
+                next = cut_at(args, Some((bytes, Cut::Value(json))), &mut copied);
             }
         } else if let Some(&(pattern, kind)) = CUT_BLOCKS.iter().find(|(pattern, _)| rest.starts_with(pattern)) {
             let data = ty + pattern.len();
@@ -242,14 +154,6 @@ pub fn copy_cutting_payloads(line: &[u8], out: &mut Vec<u8>, cutter: &Cutter) ->
     cut
 }
 
-/// What stands for a cut value.
-enum Marker {
-    /// The content of a string: `\u0000<units>_<json>`.
-    String(Cut),
-    /// A whole value (tool-call arguments): `"\u0000=<json>"`.
-    Value(u64),
-}
-
 /// How Pi writes a tool call up to its id: `{"type":"toolCall","id":"…","name":"…","arguments":{…}}`.
 const TOOL_CALL: &[u8] = br#"toolCall","id":""#;
 
@@ -258,17 +162,17 @@ const MIN_ARGUMENTS: usize = 64;
 
 /// The arguments of the tool call whose id starts at `id`, if Pi wrote the call in its usual
 /// form and `JSON.stringify` would write them back as they are (see
-/// [`super::measure::json_object`]): where they start, their bytes and their
+/// [`measure::json_object`]): where they start, their bytes and their
 /// `JSON.stringify` length. Pi needs only that length (the estimate counts
 /// `JSON.stringify(arguments).length`); the object becomes the string `"\u0000=<length>"`.
 fn tool_call_arguments(line: &[u8], id: usize) -> Option<(usize, usize, u64)> {
-    let (n, _) = super::measure::json_string(&line[id..])?;
+    let (n, _) = measure::json_string(&line[id..])?;
     let name = id + n;
     let name = name + line[name..].starts_with(br#"","name":""#).then_some(10)?;
-    let (n, _) = super::measure::json_string(&line[name..])?;
+    let (n, _) = measure::json_string(&line[name..])?;
     let args = name + n;
     let args = args + line[args..].starts_with(br#"","arguments":"#).then_some(14)?;
-    let (bytes, json) = super::measure::json_object(&line[args..])?;
+    let (bytes, json) = measure::json_object(&line[args..])?;
     (bytes >= MIN_ARGUMENTS).then_some((args, bytes, json))
 }
 
@@ -292,10 +196,10 @@ impl Default for Cutter {
 }
 
 /// A base64 payload up to its closing quote, if it is one: its bytes and what they hold.
-fn measure_base64(payload: &[u8]) -> Option<(usize, Cut)> {
+fn measure_base64(payload: &[u8]) -> Option<(usize, Lengths)> {
     let n = memchr::memchr2(b'"', b'\\', payload)?;
     let len = n as u64;
-    (payload[n] == b'"' && printable_ascii(&payload[..n])).then_some((n, Cut { units: len, json: len }))
+    (payload[n] == b'"' && printable_ascii(&payload[..n])).then_some((n, Lengths { units: len, json: len }))
 }
 
 /// Every byte is printable ASCII (`0x20..0x80`). Checked 64 bytes at a time without an early
@@ -312,21 +216,9 @@ fn printable_ascii(bytes: &[u8]) -> bool {
     !outside(blocks.remainder())
 }
 
-fn hex4(b: &[u8], at: usize) -> Option<u16> {
-    let s = b.get(at..at + 4)?;
-    let s = std::str::from_utf8(s).ok()?;
-    u16::from_str_radix(s, 16).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fix(s: &[u8]) -> (String, Repair) {
-        let mut out = Vec::new();
-        let r = repair_line(s, &mut out);
-        (String::from_utf8(out).unwrap(), r)
-    }
 
     #[test]
     fn printable_ascii_finds_any_byte_outside_at_any_place() {
@@ -348,31 +240,16 @@ mod tests {
     }
 
     #[test]
-    fn lone_surrogates_become_one_unit_placeholders() {
-        assert_eq!(fix(br#""\ud83d""#).0, r#""\uFFFF""#);
-        assert_eq!(fix(br#""\udc00x""#).0, r#""\uFFFFx""#);
-        let (s, r) = fix(br#""\ud83d\ude00""#);
-        assert_eq!(s, r#""\ud83d\ude00""#);
-        assert!(!r.any());
-        assert_eq!(fix(br#""\\ud83d""#).0, r#""\\ud83d""#);
-        assert_eq!(fix(br#""\ud83d\u0041""#).0, r#""\uFFFF\u0041""#);
-    }
-
-    #[test]
-    fn numbers_beyond_the_double_range_become_marked_maxima() {
-        let (s, r) = fix(br#"{"a":1e400,"b":[-2E999],"c":"1e400","d":1.5}"#);
-        assert_eq!(
-            s,
-            r#"{"a":1.7976931348623157e308,"b":[-1.7976931348623157e308],"c":"1e400","d":1.5}"#
-        );
-        assert!(r.marks.infinities);
-        assert!(!r.marks.lone_surrogates);
-    }
-
-    #[test]
-    fn invalid_utf8_is_replaced_like_node() {
-        let (s, r) = fix(b"\"a\xffb\xe2\x82\"");
-        assert_eq!(s, "\"a\u{fffd}b\u{fffd}\"");
-        assert!(r.lossy);
+    fn stand_ins_read_back() {
+        let mut out = Vec::new();
+        let text = "x".repeat(300);
+        let line = format!(r#"{{"content":[{{"type":"text","text":"{text}"}}]}}"#);
+        assert!(copy_cutting_payloads(line.as_bytes(), &mut out, &Cutter::default()));
+        let cut = String::from_utf8(out).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&cut).unwrap();
+        let s = v["content"][0]["text"].as_str().unwrap();
+        assert_eq!(stands_for(s), Some(Cut::String(Lengths { units: 300, json: 300 })));
+        assert_eq!(stands_for("\0=42"), Some(Cut::Value(42)));
+        assert_eq!(stands_for("plain"), None);
     }
 }
