@@ -54,22 +54,7 @@ pub fn repair_line(line: &[u8], out: &mut Vec<u8>) -> Repair {
             if c == b'"' {
                 in_string = true;
             } else if c == b'-' || c.is_ascii_digit() {
-                let end = i + b[i..]
-                    .iter()
-                    .take_while(|&&d| d.is_ascii_digit() || b"+-.eE".contains(&d))
-                    .count();
-                let token = &text[i..end];
-                if token.parse::<f64>().is_ok_and(f64::is_infinite) {
-                    out.extend_from_slice(if token.starts_with('-') {
-                        b"-1.7976931348623157e308"
-                    } else {
-                        b"1.7976931348623157e308"
-                    });
-                    repair.infinities = true;
-                } else {
-                    out.extend_from_slice(token.as_bytes());
-                }
-                i = end;
+                i = copy_number(&text, i, out, &mut repair);
                 continue;
             }
             out.push(c);
@@ -82,30 +67,7 @@ pub fn repair_line(line: &[u8], out: &mut Vec<u8>) -> Repair {
                 out.push(c);
                 i += 1;
             }
-            b'\\' if b.get(i + 1) == Some(&b'u') => {
-                let Some(unit) = hex4(b, i + 2) else {
-                    out.extend_from_slice(&b[i..i + 2]);
-                    i += 2;
-                    continue;
-                };
-                let paired_low = || {
-                    (b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u'))
-                        .then(|| hex4(b, i + 8))
-                        .flatten()
-                        .is_some_and(|l| (0xDC00..=0xDFFF).contains(&l))
-                };
-                if (0xD800..=0xDBFF).contains(&unit) && paired_low() {
-                    out.extend_from_slice(&b[i..i + 12]);
-                    i += 12;
-                } else if (0xD800..=0xDFFF).contains(&unit) {
-                    out.extend_from_slice(b"\\uFFFF");
-                    repair.lone_surrogates = true;
-                    i += 6;
-                } else {
-                    out.extend_from_slice(&b[i..i + 6]);
-                    i += 6;
-                }
-            }
+            b'\\' if b.get(i + 1) == Some(&b'u') => i = copy_unicode_escape(b, i, out, &mut repair),
             b'\\' if i + 1 < b.len() => {
                 out.extend_from_slice(&b[i..i + 2]);
                 i += 2;
@@ -117,6 +79,53 @@ pub fn repair_line(line: &[u8], out: &mut Vec<u8>) -> Repair {
         }
     }
     repair
+}
+
+/// Copy the number literal at `i` of `text`, a stand-in when it is beyond the double range;
+/// where the line goes on.
+fn copy_number(text: &str, i: usize, out: &mut Vec<u8>, repair: &mut Repair) -> usize {
+    let end = i + text.as_bytes()[i..]
+        .iter()
+        .take_while(|&&d| d.is_ascii_digit() || b"+-.eE".contains(&d))
+        .count();
+    let token = &text[i..end];
+    if token.parse::<f64>().is_ok_and(f64::is_infinite) {
+        out.extend_from_slice(if token.starts_with('-') {
+            b"-1.7976931348623157e308"
+        } else {
+            b"1.7976931348623157e308"
+        });
+        repair.infinities = true;
+    } else {
+        out.extend_from_slice(token.as_bytes());
+    }
+    end
+}
+
+/// Copy the `\u` escape at `i` of a string (with its pair), `\uFFFF` for a lone surrogate;
+/// where the line goes on.
+fn copy_unicode_escape(b: &[u8], i: usize, out: &mut Vec<u8>, repair: &mut Repair) -> usize {
+    let Some(unit) = hex4(b, i + 2) else {
+        out.extend_from_slice(&b[i..i + 2]);
+        return i + 2;
+    };
+    let paired_low = || {
+        (b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u'))
+            .then(|| hex4(b, i + 8))
+            .flatten()
+            .is_some_and(|l| (0xDC00..=0xDFFF).contains(&l))
+    };
+    if (0xD800..=0xDBFF).contains(&unit) && paired_low() {
+        out.extend_from_slice(&b[i..i + 12]);
+        i + 12
+    } else if (0xD800..=0xDFFF).contains(&unit) {
+        out.extend_from_slice(b"\\uFFFF");
+        repair.lone_surrogates = true;
+        i + 6
+    } else {
+        out.extend_from_slice(&b[i..i + 6]);
+        i + 6
+    }
 }
 
 fn hex4(b: &[u8], at: usize) -> Option<u16> {

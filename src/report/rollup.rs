@@ -20,7 +20,7 @@ use crate::frame::Frames;
 use crate::js::num_json;
 
 /// What the rows of a report are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Group {
     Daily,
     Weekly,
@@ -62,7 +62,7 @@ impl Group {
 }
 
 /// Sort order of the rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
     Asc,
     Desc,
@@ -254,7 +254,60 @@ fn contains(hay: &str, needle: Option<&str>) -> bool {
 /// group-by would add costs in an order that changes from run to run.
 pub fn build(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Report> {
     let k = Keyer { o };
-    let u = &frames.usage;
+    let mut rows = Rows {
+        rows: Vec::new(),
+        index: hashbrown::HashMap::new(),
+        breakdown: o.breakdown,
+    };
+    add_usage(&mut rows, &frames.usage, &k)?;
+    add_compactions(&mut rows, corpus, &k);
+    let mut rows = rows.rows;
+    if o.group == Group::Session {
+        label_sessions(&mut rows, corpus);
+    }
+    let mut totals = Figures::default();
+    for r in &mut rows {
+        totals.add(&r.figures);
+        r.models
+            .sort_by(|a, b| b.1.cost.total_cmp(&a.1.cost).then_with(|| a.0.cmp(&b.0)));
+    }
+    sort_rows(&mut rows, o);
+    Ok(Report {
+        group: o.group,
+        tz_name: o.tz_name.clone(),
+        since: o.since,
+        until: o.until,
+        rows,
+        totals,
+    })
+}
+
+/// The rows of a report being built, by key.
+struct Rows {
+    rows: Vec<Row>,
+    index: hashbrown::HashMap<String, usize>,
+    /// Keep sums per model too.
+    breakdown: bool,
+}
+
+impl Rows {
+    fn add(&mut self, key: String, model: String, f: &Figures) {
+        let rows = &mut self.rows;
+        let r = *self.index.entry(key).or_insert_with_key(|key| {
+            rows.push(Row {
+                key: key.clone(),
+                session: None,
+                figures: Figures::default(),
+                models: Vec::new(),
+            });
+            rows.len() - 1
+        });
+        add_to(&mut rows[r], self.breakdown.then_some(&model), f);
+    }
+}
+
+/// Every billed call the usage frame holds (a fork's copies left out).
+fn add_usage(rows: &mut Rows, u: &DataFrame, k: &Keyer<'_>) -> PolarsResult<()> {
     let text = |name: &str| -> PolarsResult<Vec<Option<&str>>> { Ok(u.column(name)?.str()?.iter().collect()) };
     let number = |name: &str| -> PolarsResult<Vec<f64>> {
         Ok(u.column(name)?.f64()?.iter().map(|x| x.unwrap_or(0.0)).collect())
@@ -265,25 +318,7 @@ pub fn build(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Repo
     let inherited: Vec<bool> = u.column("inherited")?.bool()?.iter().map(|b| b == Some(true)).collect();
     let (input, output) = (number("input")?, number("output")?);
     let (cache_read, cache_write, cost) = (number("cache_read")?, number("cache_write")?, number("cost")?);
-
-    let mut rows: Vec<Row> = Vec::new();
-    let mut index: hashbrown::HashMap<String, usize> = hashbrown::HashMap::new();
-    let mut add = |key: String, model: String, f: &Figures| {
-        let r = *index.entry(key).or_insert_with_key(|key| {
-            rows.push(Row {
-                key: key.clone(),
-                session: None,
-                figures: Figures::default(),
-                models: Vec::new(),
-            });
-            rows.len() - 1
-        });
-        add_to(&mut rows[r], o.breakdown.then_some(&model), f);
-    };
-    for i in 0..u.height() {
-        if inherited[i] {
-            continue;
-        }
+    for i in (0..u.height()).filter(|&i| !inherited[i]) {
         let day = k.day(times[i].map(|t| t as f64));
         let source = source[i].unwrap_or_default();
         let model = model_key(source, provider[i], model[i], response_model[i]);
@@ -291,13 +326,14 @@ pub fn build(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Repo
         if !k.keep(day, project, &model) {
             continue;
         }
-        let key = match o.group {
+        let key = match k.o.group {
             g if g.is_time() => k.time_key(day),
             Group::Session => file[i].unwrap_or_default().to_string(),
             Group::Model => model.clone(),
             Group::Project => project.to_string(),
             _ => kind_key(source, kind[i]),
         };
+        let summary = matches!(source, "compaction" | "branch_summary");
         let f = Figures {
             input: input[i],
             output: output[i],
@@ -306,18 +342,18 @@ pub fn build(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Repo
             cost: cost[i],
             requests: 1,
             compactions: 0,
-            summary_cost: if matches!(source, "compaction" | "branch_summary") {
-                cost[i]
-            } else {
-                0.0
-            },
+            summary_cost: if summary { cost[i] } else { 0.0 },
             tool_cost: if source == "tool" { cost[i] } else { 0.0 },
         };
-        add(key, model, &f);
+        rows.add(key, model, &f);
     }
-    // Compactions, keyed alike (a fork's copies left out).
+    Ok(())
+}
+
+/// Every compaction, keyed as the calls are (a fork's copies left out).
+fn add_compactions(rows: &mut Rows, corpus: &Corpus, k: &Keyer<'_>) {
     for s in &corpus.sessions {
-        let project = &s.row.overview.project;
+        let project = &s.row.project;
         for c in s.compactions.iter().filter(|c| !c.inherited) {
             let day = k.day(c.timestamp.as_deref().and_then(parse_iso_ms));
             let model = format!(
@@ -328,7 +364,7 @@ pub fn build(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Repo
             if !k.keep(day, project, &model) {
                 continue;
             }
-            let key = match o.group {
+            let key = match k.o.group {
                 g if g.is_time() => k.time_key(day),
                 Group::Session => s.rel.clone(),
                 Group::Model => model.clone(),
@@ -339,29 +375,29 @@ pub fn build(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Repo
                 compactions: 1,
                 ..Figures::default()
             };
-            add(key, model, &f);
+            rows.add(key, model, &f);
         }
     }
-    if o.group == Group::Session {
-        let by_rel: hashbrown::HashMap<&str, &SessionSummary> =
-            corpus.sessions.iter().map(|s| (s.rel.as_str(), s)).collect();
-        for r in &mut rows {
-            if let Some(s) = by_rel.get(r.key.as_str()) {
-                r.session = Some(SessionLabel {
-                    session_id: s.session_id.clone(),
-                    project: s.row.overview.project.clone(),
-                    name: s.row.name.clone(),
-                    last_activity: s.row.overview.last_activity.clone(),
-                });
-            }
+}
+
+/// Each session row's label: its id, project, name and last activity.
+fn label_sessions(rows: &mut [Row], corpus: &Corpus) {
+    let by_rel: hashbrown::HashMap<&str, &SessionSummary> =
+        corpus.sessions.iter().map(|s| (s.rel.as_str(), s)).collect();
+    for r in rows {
+        if let Some(s) = by_rel.get(r.key.as_str()) {
+            r.session = Some(SessionLabel {
+                session_id: s.session_id.clone(),
+                project: s.row.project.clone(),
+                name: s.row.name.clone(),
+                last_activity: s.row.last_activity.clone(),
+            });
         }
     }
-    let mut totals = Figures::default();
-    for r in &mut rows {
-        totals.add(&r.figures);
-        r.models
-            .sort_by(|a, b| b.1.cost.total_cmp(&a.1.cost).then_with(|| a.0.cmp(&b.0)));
-    }
+}
+
+/// Time rows by time, the others by cost; oldest or most expensive first unless asked.
+fn sort_rows(rows: &mut [Row], o: &Options) {
     let order = o
         .order
         .unwrap_or(if o.group.is_time() { Order::Asc } else { Order::Desc });
@@ -378,14 +414,6 @@ pub fn build(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Repo
     if order == Order::Desc {
         rows.reverse();
     }
-    Ok(Report {
-        group: o.group,
-        tz_name: o.tz_name.clone(),
-        since: o.since,
-        until: o.until,
-        rows,
-        totals,
-    })
 }
 
 fn add_to(row: &mut Row, model: Option<&String>, f: &Figures) {

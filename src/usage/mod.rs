@@ -12,7 +12,7 @@ use hashbrown::HashMap;
 
 use crate::js::JsVal;
 use crate::js::{self, Jv};
-use crate::parse::entry::{Body, Role, Usage, field};
+use crate::parse::entry::{Body, Entry, Message, Role, Usage, field};
 use crate::tree::Tree;
 
 /// Where a billed usage was recorded.
@@ -93,7 +93,7 @@ pub struct UsageRecord {
     /// [`missing`] bits.
     pub missing: u16,
     pub on_active_path: bool,
-    /// Identity of the billed call across files (SPEC §3).
+    /// Identity of the billed call across files: the same call copied into a fork has the same.
     #[serde(skip)]
     pub identity: u128,
     /// Another session, earlier in the corpus, holds the same billed call.
@@ -226,151 +226,201 @@ const TOOLS_KEY: &str = "Tools/summaries";
 
 /// Account every entry of a session. `on_path[i]` says whether entry `i` is on the active path.
 pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
-    let mut acc = Accounting::default();
-    let mut group: HashMap<String, usize> = HashMap::new();
-    let mut groups: Vec<(String, PiTotals)> = Vec::new();
-    let mut kinds: HashMap<String, usize> = HashMap::new();
-    let mut err: Option<&'static str> = None;
-    let mut key = String::new();
-    let mut add_group = |key: &str, u: &Usage, groups: &mut Vec<(String, PiTotals)>| {
-        // Looked up by reference: a key is allocated only the first time it is met.
-        let idx = match group.get(key) {
-            Some(&idx) => idx,
-            None => {
-                groups.push((key.to_string(), PiTotals::default()));
-                group.insert(key.to_string(), groups.len() - 1);
-                groups.len() - 1
+    let mut a = Accountant::default();
+    for (i, e) in tree.entries.iter().enumerate() {
+        let active = on_path.get(i).copied().unwrap_or(false);
+        a.entry(e, i as u32, active);
+    }
+    a.finish()
+}
+
+/// The breakdown group of a billed usage.
+enum Group<'a> {
+    /// Tool-result usage and summaries: [`TOOLS_KEY`].
+    Tools,
+    /// `provider/model`.
+    Model(&'a Jv, &'a Jv),
+}
+
+/// What [`account`] builds while it walks a session's entries in file order.
+#[derive(Default)]
+struct Accountant {
+    acc: Accounting,
+    /// `getUsageCostBreakdown`'s groups in first-seen order, and where each key is.
+    groups: Vec<(String, PiTotals)>,
+    group_index: HashMap<String, usize>,
+    /// Where each usage kind is in `acc.by_kind`.
+    kinds: HashMap<String, usize>,
+    /// The group key being built (reused).
+    key: String,
+}
+
+impl Accountant {
+    /// Pi's code would throw here (the first reason counts).
+    fn fail(&mut self, why: &'static str) {
+        self.acc.pi_error.get_or_insert(why);
+    }
+
+    /// Add `u` to `t`, noting where Pi's code would throw.
+    fn add(t: &mut PiTotals, u: &Usage, err: &mut Option<&'static str>) {
+        if let Err(e) = t.add(u) {
+            err.get_or_insert(e);
+        }
+    }
+
+    /// One billed usage: into Pi's totals, its source's sums and its breakdown group, and a
+    /// record of it.
+    fn bill(
+        &mut self,
+        (e, i, active): (&Entry, u32, bool),
+        source: Source,
+        u: &Usage,
+        group: Group<'_>,
+        fill: impl FnOnce(&mut UsageRecord),
+    ) {
+        let acc = &mut self.acc;
+        Self::add(&mut acc.stats.totals, u, &mut acc.pi_error);
+        let sums = match source {
+            Source::Assistant => &mut acc.by_source.assistant,
+            Source::Usage => &mut acc.by_source.usage_entry,
+            Source::Tool => &mut acc.by_source.tool_result,
+            Source::Compaction => &mut acc.by_source.compaction,
+            Source::BranchSummary => &mut acc.by_source.branch_summary,
+        };
+        Self::add(sums, u, &mut acc.pi_error);
+        let key = match group {
+            Group::Tools => TOOLS_KEY,
+            Group::Model(provider, model) => {
+                group_key(&mut self.key, provider, model);
+                &self.key
             }
         };
-        // Errors were already recorded by the stats pass over the same usage.
-        let _ = groups[idx].1.add(u);
-    };
-    for (i, e) in tree.entries.iter().enumerate() {
-        let i = i as u32;
-        let active = on_path.get(i as usize).copied().unwrap_or(false);
+        // Looked up by reference: a key is allocated only the first time it is met.
+        let at = match self.group_index.get(key) {
+            Some(&at) => at,
+            None => {
+                self.groups.push((key.to_string(), PiTotals::default()));
+                self.group_index.insert(key.to_string(), self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+        };
+        // Errors were already recorded by the sums above over the same usage.
+        let _ = self.groups[at].1.add(u);
+        acc.records.push(record(e, i, source, u, active, fill));
+    }
+
+    /// One entry of the session.
+    fn entry(&mut self, e: &Entry, i: u32, active: bool) {
+        let at = (e, i, active);
         match &e.body {
             Body::Usage(ue) => match &ue.usage {
                 Some(u) if !ue.usage_not_object => {
-                    add_checked(&mut acc.stats.totals, u, &mut err);
-                    add_checked(&mut acc.by_source.usage_entry, u, &mut err);
-                    let k = js::js_string_of(&ue.kind).into_owned();
-                    let ki = *kinds.entry(k.clone()).or_insert_with(|| {
-                        acc.by_kind.push((k, 0, PiTotals::default()));
-                        acc.by_kind.len() - 1
-                    });
-                    acc.by_kind[ki].1 += 1;
-                    let _ = acc.by_kind[ki].2.add(u);
-                    group_key(&mut key, &ue.provider, &ue.model);
-                    add_group(&key, u, &mut groups);
-                    acc.records.push(record(e, i, Source::Usage, u, active, |r| {
+                    self.kind(&ue.kind, u);
+                    self.bill(at, Source::Usage, u, Group::Model(&ue.provider, &ue.model), |r| {
                         r.kind = ue
                             .kind
                             .as_ref()
                             .map(|k| CompactString::from(js::js_string_of(&Some(k.clone())).as_ref()));
                         r.provider = opt_string(&ue.provider);
                         r.model = opt_string(&ue.model);
-                    }));
+                    });
                 }
-                _ => {
-                    err.get_or_insert("usage entry without a usage object");
-                }
+                _ => self.fail("usage entry without a usage object"),
             },
             Body::BranchSummary(bs) => {
                 if bs.usage_not_object {
-                    err.get_or_insert("branch_summary usage is not an object");
+                    self.fail("branch_summary usage is not an object");
                 }
                 if let Some(u) = &bs.usage {
-                    add_checked(&mut acc.stats.totals, u, &mut err);
-                    add_checked(&mut acc.by_source.branch_summary, u, &mut err);
-                    add_group(TOOLS_KEY, u, &mut groups);
-                    acc.records.push(record(e, i, Source::BranchSummary, u, active, |_| {}));
+                    self.bill(at, Source::BranchSummary, u, Group::Tools, |_| {});
                 }
             }
             Body::Compaction(c) => {
                 if c.usage_not_object {
-                    err.get_or_insert("compaction usage is not an object");
+                    self.fail("compaction usage is not an object");
                 }
                 if let Some(u) = &c.usage {
-                    add_checked(&mut acc.stats.totals, u, &mut err);
-                    add_checked(&mut acc.by_source.compaction, u, &mut err);
-                    add_group(TOOLS_KEY, u, &mut groups);
-                    acc.records.push(record(e, i, Source::Compaction, u, active, |_| {}));
+                    self.bill(at, Source::Compaction, u, Group::Tools, |_| {});
                 }
             }
-            Body::Message(m) => {
-                acc.stats.total_messages += 1;
-                if m.not_object && m.is_null {
-                    err.get_or_insert("message entry without a message object");
-                    continue;
+            Body::Message(m) => self.message(at, m),
+            _ => {}
+        }
+    }
+
+    /// A usage entry's kind, counted with its sums.
+    fn kind(&mut self, kind: &Jv, u: &Usage) {
+        let k = js::js_string_of(kind).into_owned();
+        let by_kind = &mut self.acc.by_kind;
+        let at = *self.kinds.entry(k.clone()).or_insert_with(|| {
+            by_kind.push((k, 0, PiTotals::default()));
+            by_kind.len() - 1
+        });
+        by_kind[at].1 += 1;
+        let _ = by_kind[at].2.add(u);
+    }
+
+    /// A message entry: Pi's message counts, and the usage of a tool result or an answer.
+    fn message(&mut self, at: (&Entry, u32, bool), m: &Message) {
+        let stats = &mut self.acc.stats;
+        stats.total_messages += 1;
+        if m.not_object && m.is_null {
+            return self.fail("message entry without a message object");
+        }
+        match m.role {
+            Role::User => stats.user_messages += 1,
+            Role::ToolResult => {
+                stats.tool_results += 1;
+                match (&m.usage, m.usage_truthy) {
+                    (_, false) => {}
+                    (Some(u), true) => self.bill(at, Source::Tool, u, Group::Tools, |r| message_fields(r, m)),
+                    (None, true) => self.fail("toolResult usage is not an object"),
                 }
-                match m.role {
-                    Role::User => acc.stats.user_messages += 1,
-                    Role::ToolResult => {
-                        acc.stats.tool_results += 1;
-                        if m.usage_truthy {
-                            match &m.usage {
-                                Some(u) => {
-                                    add_checked(&mut acc.stats.totals, u, &mut err);
-                                    add_checked(&mut acc.by_source.tool_result, u, &mut err);
-                                    add_group(TOOLS_KEY, u, &mut groups);
-                                    acc.records
-                                        .push(record(e, i, Source::Tool, u, active, |r| message_fields(r, m)));
-                                }
-                                None => {
-                                    err.get_or_insert("toolResult usage is not an object");
-                                }
-                            }
-                        }
-                    }
-                    Role::Assistant => {
-                        acc.stats.assistant_messages += 1;
-                        acc.stats.tool_calls += u64::from(m.tool_calls);
-                        if m.null_block {
-                            err.get_or_insert("assistant content holds a null block");
-                        }
-                        match &m.usage {
-                            Some(u) => {
-                                add_checked(&mut acc.stats.totals, u, &mut err);
-                                add_checked(&mut acc.by_source.assistant, u, &mut err);
-                                let model = match &m.response_model {
-                                    Some(v) if !v.is_null() => &m.response_model,
-                                    _ => &m.model,
-                                };
-                                group_key(&mut key, &m.provider, model);
-                                add_group(&key, u, &mut groups);
-                                acc.records
-                                    .push(record(e, i, Source::Assistant, u, active, |r| message_fields(r, m)));
-                            }
-                            None => {
-                                err.get_or_insert("assistant message without a usage object");
-                            }
-                        }
-                    }
-                    _ => {}
+            }
+            Role::Assistant => {
+                stats.assistant_messages += 1;
+                stats.tool_calls += u64::from(m.tool_calls);
+                if m.null_block {
+                    self.fail("assistant content holds a null block");
+                }
+                let model = match &m.response_model {
+                    Some(v) if !v.is_null() => &m.response_model,
+                    _ => &m.model,
+                };
+                match &m.usage {
+                    Some(u) => self.bill(at, Source::Assistant, u, Group::Model(&m.provider, model), |r| {
+                        message_fields(r, m)
+                    }),
+                    None => self.fail("assistant message without a usage object"),
                 }
             }
             _ => {}
         }
     }
-    acc.pi_error = err;
-    let mut breakdown: Vec<BreakdownRow> = groups
-        .into_iter()
-        .map(|(key, t)| BreakdownRow {
-            key,
-            tokens: t.tokens(),
-            cost: t.cost,
-        })
-        .filter(|r| r.cost.to_number() > 0.0 || r.tokens.to_number() > 0.0)
-        .collect();
-    // Array#sort is stable; `b.cost - a.cost` compares numbers, NaN as equal.
-    breakdown.sort_by(|a, b| {
-        b.cost
-            .to_number()
-            .partial_cmp(&a.cost.to_number())
-            .unwrap_or(std::cmp::Ordering::Equal)
-    });
-    acc.breakdown = breakdown;
-    acc
+
+    /// The accounting, with the breakdown sorted as Pi sorts it.
+    fn finish(self) -> Accounting {
+        let mut acc = self.acc;
+        let mut breakdown: Vec<BreakdownRow> = self
+            .groups
+            .into_iter()
+            .map(|(key, t)| BreakdownRow {
+                key,
+                tokens: t.tokens(),
+                cost: t.cost,
+            })
+            .filter(|r| r.cost.to_number() > 0.0 || r.tokens.to_number() > 0.0)
+            .collect();
+        // Array#sort is stable; `b.cost - a.cost` compares numbers, NaN as equal.
+        breakdown.sort_by(|a, b| {
+            b.cost
+                .to_number()
+                .partial_cmp(&a.cost.to_number())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        acc.breakdown = breakdown;
+        acc
+    }
 }
 
 /// Pi's grouping key `${provider}/${model}`, written into `key`.
@@ -381,12 +431,6 @@ fn group_key(key: &mut String, provider: &Jv, model: &Jv) {
     key.push_str(&js::js_string_of(model));
 }
 
-fn add_checked(t: &mut PiTotals, u: &Usage, err: &mut Option<&'static str>) {
-    if let Err(e) = t.add(u) {
-        err.get_or_insert(e);
-    }
-}
-
 fn opt_string(v: &Jv) -> Option<CompactString> {
     match v {
         None | Some(serde_json::Value::Null) => None,
@@ -394,7 +438,7 @@ fn opt_string(v: &Jv) -> Option<CompactString> {
     }
 }
 
-fn message_fields(r: &mut UsageRecord, m: &crate::parse::entry::Message) {
+fn message_fields(r: &mut UsageRecord, m: &Message) {
     r.provider = opt_string(&m.provider);
     r.model = opt_string(&m.model);
     r.response_model = opt_string(&m.response_model);
@@ -405,7 +449,7 @@ fn message_fields(r: &mut UsageRecord, m: &crate::parse::entry::Message) {
 }
 
 fn record(
-    e: &crate::parse::entry::Entry,
+    e: &Entry,
     i: u32,
     source: Source,
     u: &Usage,
