@@ -7,9 +7,10 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::corpus::{Keep, analyze_files};
-use crate::parse::Scratch;
-use crate::scan::{self, FoundFile};
+use pisa::corpus::cache::Cache;
+use pisa::corpus::{NoRows, Quiet, analyze_files};
+use pisa::parse::Scratch;
+use pisa::scan::{self, FoundFile};
 
 /// One measured stage.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -145,19 +146,19 @@ pub fn run(roots: &[PathBuf], runs: usize) -> Bench {
     stages.push(stage("split", "read in pieces of whole lines, count lines", t));
     let (t, _) = timed(runs, || parse_all(&files));
     stages.push(stage("parse", "lines to typed entries (simd-json)", t));
-    let (t, _) = timed(runs, || analyze_files(&files, Keep::default(), None, None));
+    let (t, _) = timed(runs, || analyze_files(&files, &NoRows, &Quiet, None));
     stages.push(stage(
         "pipeline",
         "parse, tree, projection, estimate, usage, fork dedup",
         t,
     ));
     if let Ok(dir) = tempfile::tempdir() {
-        let fill = crate::cache::Cache::open(dir.path());
-        let _ = analyze_files(&files, Keep::default(), None, Some(&fill));
+        let fill = Cache::open(dir.path());
+        let _ = analyze_files(&files, &NoRows, &Quiet, Some(&fill));
         let _ = fill.save(roots);
         let (t, _) = timed(runs, || {
-            let cache = crate::cache::Cache::open(dir.path());
-            let corpus = analyze_files(&files, Keep::default(), None, Some(&cache));
+            let cache = Cache::open(dir.path());
+            let corpus = analyze_files(&files, &NoRows, &Quiet, Some(&cache));
             let _ = cache.save(roots);
             corpus
         });

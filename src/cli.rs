@@ -132,7 +132,7 @@ pub struct ReportArgs {
     pub breakdown: bool,
     /// Row order (default: oldest first for time reports, most expensive first otherwise).
     #[arg(long, value_enum)]
-    pub order: Option<pisa::report::rollup::Order>,
+    pub order: Option<Order>,
     /// Print JSON.
     #[arg(long, short, conflicts_with = "csv")]
     pub json: bool,
@@ -159,10 +159,10 @@ pub struct ExportArgs {
     pub out: PathBuf,
     /// File format.
     #[arg(long, value_enum, default_value = "parquet")]
-    pub format: pisa::export::Format,
+    pub format: Format,
     /// Split usage and compactions into hive partitions.
     #[arg(long, value_enum, default_value = "none")]
-    pub partition: pisa::export::Partition,
+    pub partition: Partition,
     /// Value of the `source` column of every frame: the machine or user the export is from
     /// (default: the host name), so that pooled exports can be told apart.
     #[arg(long, value_name = "NAME")]
@@ -218,4 +218,56 @@ pub struct InspectArgs {
     /// Print JSON instead of tables.
     #[arg(long, short)]
     pub json: bool,
+}
+
+/// Row order of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Order {
+    Asc,
+    Desc,
+}
+
+impl From<Order> for pisa::report::rollup::Order {
+    fn from(o: Order) -> Self {
+        match o {
+            Order::Asc => Self::Asc,
+            Order::Desc => Self::Desc,
+        }
+    }
+}
+
+/// File format of an export.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Parquet,
+    Csv,
+    Ndjson,
+}
+
+impl From<Format> for pisa::export::Format {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Parquet => Self::Parquet,
+            Format::Csv => Self::Csv,
+            Format::Ndjson => Self::Ndjson,
+        }
+    }
+}
+
+/// How the time-stamped frames (`usage`, `compactions`) are split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Partition {
+    /// One file per frame.
+    None,
+    /// `usage/month=YYYY-MM/part-0.parquet` (UTC months; rows without a time under `month=unknown`).
+    Month,
+}
+
+impl From<Partition> for pisa::export::Partition {
+    fn from(p: Partition) -> Self {
+        match p {
+            Partition::None => Self::None,
+            Partition::Month => Self::Month,
+        }
+    }
 }

@@ -23,21 +23,10 @@ pub enum Error {
     Changed { path: PathBuf, what: String },
 }
 
-impl Error {
-    /// The `status` of the file in `--json`: `gone`, `changed` or `unreadable`.
-    pub fn status(&self) -> &'static str {
-        match self {
-            Error::Gone { .. } => "gone",
-            Error::Changed { .. } => "changed",
-            Error::Read { .. } | Error::NotAFile { .. } | Error::Spill { .. } => "unreadable",
-        }
-    }
-}
-
 /// A folder or file that discovery or reading could not handle.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ScanIssue {
-    /// As text even when the name is not UTF-8 (see [`crate::scan::path_text`]).
+    /// As text even when the name is not UTF-8 (see [`crate::paths::path_text`]).
     #[serde(serialize_with = "path_as_text")]
     pub path: PathBuf,
     pub reason: String,
@@ -54,5 +43,14 @@ impl ScanIssue {
 }
 
 fn path_as_text<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&crate::scan::path_text(path))
+    s.serialize_str(&crate::paths::path_text(path))
+}
+
+/// What a panic said (its payload as text).
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
 }

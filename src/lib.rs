@@ -11,14 +11,14 @@
 //! [`js`] holds the JavaScript semantics that code relies on.
 
 pub mod analyze;
-pub mod bench;
-pub mod cache;
+
 pub mod corpus;
 pub mod error;
 pub mod export;
 pub mod frame;
 pub mod js;
 pub mod parse;
+pub mod paths;
 pub mod project;
 pub mod report;
 pub mod scan;

@@ -5,6 +5,7 @@
 //! not be read (the others are still reported), 1 on a usage error or when nothing could be
 //! scanned. A demo run of the bundled sample exits 0: its damaged files are there on purpose.
 
+mod bench;
 mod cli;
 mod demo;
 
@@ -15,14 +16,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{CommandFactory, Parser};
 use cli::{BenchArgs, Cli, Command, ExportArgs, Input, InspectArgs, QueryArgs, ReportArgs, SessionsArgs, Zone};
-use pisa::corpus::Keep;
-use pisa::corpus::{self, Corpus};
-use pisa::frame::Frames;
+use pisa::corpus::cache::Cache;
+use pisa::corpus::{self, Corpus, NoRows, Rows};
+use pisa::frame::{Frames, UsageRows};
 use pisa::report;
 use pisa::report::rollup::{self, Group};
-
-/// The cache folder of this run (`None`: `--no-cache`, or no cache folder on this system).
-static CACHE_DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -40,19 +38,11 @@ fn main() -> ExitCode {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
         Ok(code) => code,
         Err(payload) => {
-            say(&format!("internal error: {}; please report it", panic_text(&*payload)));
+            let what = pisa::error::panic_text(&*payload);
+            say(&format!("internal error: {what}; please report it"));
             ExitCode::from(1)
         }
     }
-}
-
-/// What a panic said.
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
 }
 
 /// One line on stderr, with anything a file put in it made safe for a terminal.
@@ -60,13 +50,19 @@ fn say(line: &str) {
     eprintln!("pisa: {}", report::terminal_safe(line));
 }
 
+/// What every command runs with.
+struct Ctx {
+    /// The cache folder (`None`: `--no-cache`, or no cache folder on this system).
+    cache_dir: Option<PathBuf>,
+}
+
 fn run(cli: Cli) -> ExitCode {
-    let cache_dir = if cli.no_cache {
-        None
-    } else {
-        cli.cache_dir.clone().or_else(pisa::cache::default_dir)
+    let ctx = Ctx {
+        cache_dir: match cli.no_cache {
+            true => None,
+            false => cli.cache_dir.clone().or_else(pisa::corpus::cache::default_dir),
+        },
     };
-    CACHE_DIR.set(cache_dir).expect("set once");
     if let Some(n) = cli.threads {
         // Only fails when a pool exists already, which cannot happen this early.
         let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
@@ -74,18 +70,18 @@ fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Completions { shell } => completions(shell),
         Command::Man { out } => man(out.as_deref()),
-        Command::Sessions(args) => sessions(args),
+        Command::Sessions(args) => sessions(&ctx, args),
         Command::Inspect(args) => inspect(args),
-        Command::Daily(a) => rollup(a, Group::Daily),
-        Command::Weekly(a) => rollup(a, Group::Weekly),
-        Command::Monthly(a) => rollup(a, Group::Monthly),
-        Command::Session(a) => rollup(a, Group::Session),
-        Command::Model(a) => rollup(a, Group::Model),
-        Command::Project(a) => rollup(a, Group::Project),
-        Command::Kind(a) => rollup(a, Group::Kind),
-        Command::Compactions(a) => compactions(a),
-        Command::Export(a) => export(a),
-        Command::Query(a) => query(a),
+        Command::Daily(a) => rollup(&ctx, a, Group::Daily),
+        Command::Weekly(a) => rollup(&ctx, a, Group::Weekly),
+        Command::Monthly(a) => rollup(&ctx, a, Group::Monthly),
+        Command::Session(a) => rollup(&ctx, a, Group::Session),
+        Command::Model(a) => rollup(&ctx, a, Group::Model),
+        Command::Project(a) => rollup(&ctx, a, Group::Project),
+        Command::Kind(a) => rollup(&ctx, a, Group::Kind),
+        Command::Compactions(a) => compactions(&ctx, a),
+        Command::Export(a) => export(&ctx, a),
+        Command::Query(a) => query(&ctx, a),
         Command::Bench(a) => bench(a),
     };
     match result {
@@ -144,34 +140,56 @@ impl Roots {
     }
 }
 
-/// Scan the roots with a progress bar on a terminal for scans over 64 MB, through the cache
-/// unless it is off or the roots are the sample.
-fn scan_with_progress(roots: &Roots, keep: Keep, show: bool) -> Result<Corpus> {
-    let found = pisa::scan::discover(&roots.paths);
-    let total: u64 = found.files.iter().map(|f| f.size).sum();
-    let bar = (show && std::io::stderr().is_terminal() && total > 64 << 20).then(|| {
-        let b = indicatif::ProgressBar::new(total);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} {bytes}/{total_bytes} {bar:30} {bytes_per_sec} eta {eta}",
-            )
-            .expect("valid template"),
-        );
-        b
-    });
-    let tick = |n: u64| {
-        if let Some(b) = &bar {
-            b.inc(n);
+/// A progress bar on stderr, for scans over 64 MB when stderr is a terminal.
+struct Bar {
+    show: bool,
+    bar: std::sync::OnceLock<indicatif::ProgressBar>,
+}
+
+impl corpus::Progress for Bar {
+    fn started(&self, _files: usize, bytes: u64) {
+        if self.show && std::io::stderr().is_terminal() && bytes > 64 << 20 {
+            let b = indicatif::ProgressBar::new(bytes);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} {bytes}/{total_bytes} {bar:30} {bytes_per_sec} eta {eta}",
+                )
+                .expect("valid template"),
+            );
+            let _ = self.bar.set(b);
         }
+    }
+
+    fn done(&self, bytes: u64) {
+        if let Some(b) = self.bar.get() {
+            b.inc(bytes);
+        }
+    }
+}
+
+/// A scan of what `input` names: the corpus, the rows' parts, and whether it is the sample.
+struct Scanned<P> {
+    roots: Roots,
+    corpus: Corpus,
+    parts: Vec<P>,
+}
+
+/// Find, read and analyse what `input` names, through the cache unless it is off or the
+/// roots are the sample; list what was skipped unless `--quiet`. The progress bar is left
+/// out when the output is data (`quiet_output`).
+fn scan<R: Rows>(ctx: &Ctx, input: &Input, rows: &R, quiet_output: bool) -> Result<Scanned<R::Part>> {
+    let roots = Roots::of(&input.paths, input.demo)?;
+    let bar = Bar {
+        show: !input.no_progress && !quiet_output,
+        bar: std::sync::OnceLock::new(),
     };
-    let cache = CACHE_DIR
-        .get()
-        .cloned()
-        .flatten()
+    let cache = ctx
+        .cache_dir
+        .as_deref()
         .filter(|_| roots.demo.is_none())
-        .map(|d| pisa::cache::Cache::open(&d));
-    let corpus = corpus::analyze_files(&found.files, keep, Some(&tick), cache.as_ref());
-    if let Some(b) = bar {
+        .map(Cache::open);
+    let scanned = corpus::scan(&roots.paths, rows, &bar, cache.as_ref());
+    if let Some(b) = bar.bar.get() {
         b.finish_and_clear();
     }
     if let Some(cache) = cache {
@@ -182,9 +200,64 @@ fn scan_with_progress(roots: &Roots, keep: Keep, show: bool) -> Result<Corpus> {
             say(&e.to_string());
         }
     }
-    let mut corpus = corpus?;
-    corpus.issues.extend(found.issues);
-    Ok(corpus)
+    let (corpus, parts) = scanned?;
+    if !input.quiet {
+        list_skipped(&corpus, input.verbose, roots.demo.as_ref().map(tempfile::TempDir::path))?;
+    }
+    Ok(Scanned { roots, corpus, parts })
+}
+
+/// Damaged, rejected and unreadable files on stderr, one line each, and with `verbose` the
+/// files that are not sessions: a reason can quote the file (the type of its first entry) and a
+/// name can hold anything, so both are made safe.
+fn list_skipped(corpus: &Corpus, verbose: bool, demo: Option<&Path>) -> std::io::Result<()> {
+    // The sample's files by their place in the sample, not in the temporary folder.
+    let path = |p: &Path| match demo.and_then(|root| p.strip_prefix(root).ok()) {
+        Some(rel) => format!("sample/{}", pisa::paths::path_text(rel)),
+        None => pisa::paths::path_text(p),
+    };
+    for r in &corpus.rejected {
+        if !r.record.not_session() {
+            say(&format!("skipped {}: {}", path(&r.path), r.record.reason));
+        } else if verbose {
+            say(&format!(
+                "not a session, skipped {}: {}",
+                path(&r.path),
+                r.record.reason
+            ));
+        }
+    }
+    for i in &corpus.issues {
+        say(&format!("cannot scan {}: {}", path(&i.path), i.reason));
+    }
+    for s in corpus.sessions.iter().filter(|s| s.damaged) {
+        say(&match corpus.facts(s)?.damage.first_damage {
+            Some(d) => format!(
+                "damaged {}: line {} (byte {}): {}",
+                path(&s.path),
+                d.line,
+                d.offset,
+                d.reason
+            ),
+            None => format!("damaged {}: parent loop cut on the active path", path(&s.path)),
+        });
+    }
+    Ok(())
+}
+
+/// 1 when nothing could be scanned, 2 when something that may hold usage was skipped, else 0
+/// (always 0 for the sample).
+fn exit_code<P>(s: &Scanned<P>) -> ExitCode {
+    let corpus = &s.corpus;
+    if s.roots.demo.is_some() {
+        ExitCode::SUCCESS
+    } else if corpus.sessions.is_empty() && corpus.rejected.is_empty() && !corpus.issues.is_empty() {
+        ExitCode::from(1)
+    } else if corpus.skipped_anything() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// The time zone of a report or table: `--timezone`, else the system's; and its name.
@@ -203,87 +276,36 @@ fn zone(z: &Zone) -> Result<(jiff::tz::TimeZone, String)> {
     })
 }
 
-fn sessions(args: SessionsArgs) -> Result<ExitCode> {
-    let (tz, tz_name) = zone(&args.zone)?;
-    let (roots, corpus) = scan_input(&args.input, Keep::default(), args.json)?;
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    if args.json {
-        report::sessions_document(&mut report::C1Escaped::new(&mut out), &corpus)?;
-    } else {
-        report::table::sessions(&mut out, &corpus, &tz, &tz_name, std::io::stdout().is_terminal())?;
-    }
+/// Write to stdout through a buffer (and make sure it is flushed).
+fn to_stdout(write: impl FnOnce(&mut BufWriter<std::io::StdoutLock<'static>>) -> Result<()>) -> Result<()> {
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    write(&mut out)?;
     out.flush()?;
-    Ok(exit_code(&corpus, &roots))
+    Ok(())
 }
 
-/// 1 when nothing could be scanned, 2 when something that may hold usage was skipped, else 0
-/// (always 0 for the sample).
-fn exit_code(corpus: &Corpus, roots: &Roots) -> ExitCode {
-    if roots.demo.is_some() {
-        return ExitCode::SUCCESS;
-    }
-    if corpus.sessions.is_empty() && corpus.rejected.is_empty() && !corpus.issues.is_empty() {
-        return ExitCode::from(1);
-    }
-    if corpus.skipped_anything() {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    }
+/// A document as pretty JSON, C1 controls escaped.
+fn pretty_json(out: &mut impl Write, doc: &impl serde::Serialize) -> Result<()> {
+    serde_json::to_writer_pretty(report::C1Escaped::new(&mut *out), doc)?;
+    writeln!(out)?;
+    Ok(())
 }
 
-/// Damaged, rejected and unreadable files on stderr, one line each, and with `verbose` the
-/// files that are not sessions: a reason can quote the file (the type of its first entry) and a
-/// name can hold anything, so both are made safe.
-fn list_skipped(corpus: &Corpus, verbose: bool, demo: Option<&Path>) {
-    // The sample's files by their place in the sample, not in the temporary folder.
-    let path = |p: &Path| match demo.and_then(|root| p.strip_prefix(root).ok()) {
-        Some(rel) => format!("sample/{}", pisa::scan::path_text(rel)),
-        None => pisa::scan::path_text(p),
-    };
-    for r in &corpus.rejected {
-        if !r.not_session {
-            say(&format!("skipped {}: {}", path(&r.path), r.reason));
-        } else if verbose {
-            say(&format!("not a session, skipped {}: {}", path(&r.path), r.reason));
+fn terminal() -> bool {
+    std::io::stdout().is_terminal()
+}
+
+fn sessions(ctx: &Ctx, args: SessionsArgs) -> Result<ExitCode> {
+    let (tz, tz_name) = zone(&args.zone)?;
+    let s = scan(ctx, &args.input, &NoRows, args.json)?;
+    to_stdout(|out| {
+        match args.json {
+            true => report::sessions_document(&mut report::C1Escaped::new(&mut *out), &s.corpus)?,
+            false => report::table::sessions(out, &s.corpus, &tz, &tz_name, terminal())?,
         }
-    }
-    for i in &corpus.issues {
-        say(&format!("cannot scan {}: {}", path(&i.path), i.reason));
-    }
-    for s in corpus.sessions.iter().filter(|s| s.damaged) {
-        let object = match corpus.object(s) {
-            Ok(object) => object,
-            Err(e) => {
-                say(&format!("damaged {}: ({e})", path(&s.path)));
-                continue;
-            }
-        };
-        let d = object.get("damage");
-        let first = d.and_then(|d| d.get("firstDamage")).filter(|f| !f.is_null());
-        say(&match first {
-            Some(f) => format!(
-                "damaged {}: line {} (byte {}): {}",
-                path(&s.path),
-                f["line"],
-                f["offset"],
-                f["reason"].as_str().unwrap_or("")
-            ),
-            None => format!("damaged {}: parent loop cut on the active path", path(&s.path)),
-        });
-    }
-}
-
-/// Find, read and analyse what `input` names; list what was skipped unless `--quiet`. The
-/// progress bar is left out when the output is data (`quiet_output`).
-fn scan_input(input: &Input, keep: Keep, quiet_output: bool) -> Result<(Roots, Corpus)> {
-    let roots = Roots::of(&input.paths, input.demo)?;
-    let corpus = scan_with_progress(&roots, keep, !input.no_progress && !quiet_output)?;
-    if !input.quiet {
-        list_skipped(&corpus, input.verbose, roots.demo.as_ref().map(tempfile::TempDir::path));
-    }
-    Ok((roots, corpus))
+        Ok(())
+    })?;
+    Ok(exit_code(&s))
 }
 
 fn report_options(a: &ReportArgs, group: Group) -> Result<rollup::Options> {
@@ -303,49 +325,43 @@ fn report_options(a: &ReportArgs, group: Group) -> Result<rollup::Options> {
         model: a.model.clone(),
         // A model report is already one row per model.
         breakdown: a.breakdown && group != Group::Model,
-        order: a.order,
+        order: a.order.map(Into::into),
     })
 }
 
-fn rollup(a: ReportArgs, group: Group) -> Result<ExitCode> {
+fn rollup(ctx: &Ctx, a: ReportArgs, group: Group) -> Result<ExitCode> {
     let o = report_options(&a, group)?;
-    let (roots, mut corpus) = scan_input(&a.input, Keep { rows: true }, a.json || a.csv)?;
-    let frames = Frames::build(&mut corpus, &source_name(None))?;
-    let r = rollup::build(&corpus, &frames, &o)?;
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    if a.json {
-        serde_json::to_writer_pretty(report::C1Escaped::new(&mut out), &rollup::to_json(&r))?;
-        writeln!(out)?;
-    } else if a.csv {
-        pisa::export::encode(&mut rollup::to_frame(&r)?, &mut out, pisa::export::Format::Csv)?;
-    } else {
-        rollup::table(&mut out, &r, std::io::stdout().is_terminal())?;
-    }
-    out.flush()?;
-    Ok(exit_code(&corpus, &roots))
+    let (s, frames) = frames(ctx, &a.input, None, a.json || a.csv)?;
+    let r = rollup::build(&s.corpus, &frames, &o)?;
+    to_stdout(|out| {
+        if a.json {
+            pretty_json(out, &rollup::to_json(&r))?;
+        } else if a.csv {
+            pisa::export::encode(&mut rollup::to_frame(&r)?, out, pisa::export::Format::Csv)?;
+        } else {
+            rollup::table(out, &r, terminal())?;
+        }
+        Ok(())
+    })?;
+    Ok(exit_code(&s))
 }
 
-fn compactions(a: ReportArgs) -> Result<ExitCode> {
+fn compactions(ctx: &Ctx, a: ReportArgs) -> Result<ExitCode> {
     let o = report_options(&a, Group::Session)?;
-    let (roots, corpus) = scan_input(&a.input, Keep { rows: true }, a.json || a.csv)?;
-    let r = report::compactions::build(&corpus, &o);
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    if a.json {
-        serde_json::to_writer_pretty(report::C1Escaped::new(&mut out), &report::compactions::to_json(&r))?;
-        writeln!(out)?;
-    } else if a.csv {
-        pisa::export::encode(
-            &mut report::compactions::to_frame(&r)?,
-            &mut out,
-            pisa::export::Format::Csv,
-        )?;
-    } else {
-        report::compactions::table(&mut out, &r, std::io::stdout().is_terminal())?;
-    }
-    out.flush()?;
-    Ok(exit_code(&corpus, &roots))
+    let s = scan(ctx, &a.input, &UsageRows, a.json || a.csv)?;
+    let r = report::compactions::build(&s.corpus, &o);
+    to_stdout(|out| {
+        if a.json {
+            pretty_json(out, &report::compactions::to_json(&r))?;
+        } else if a.csv {
+            let mut frame = report::compactions::to_frame(&r)?;
+            pisa::export::encode(&mut frame, out, pisa::export::Format::Csv)?;
+        } else {
+            report::compactions::table(out, &r, terminal())?;
+        }
+        Ok(())
+    })?;
+    Ok(exit_code(&s))
 }
 
 /// The `source` column: as given, else the host name.
@@ -353,62 +369,72 @@ fn source_name(given: Option<String>) -> String {
     given.unwrap_or_else(|| gethostname::gethostname().to_string_lossy().into_owned())
 }
 
-fn export(a: ExportArgs) -> Result<ExitCode> {
-    let (roots, mut corpus) = scan_input(&a.input, Keep { rows: true }, false)?;
-    let frames = Frames::build(&mut corpus, &source_name(a.source))?;
-    let written = pisa::export::export(&frames, &a.out, a.format, a.partition)?;
+/// Scan `input` and build the frames of what it holds.
+fn frames(ctx: &Ctx, input: &Input, source: Option<String>, quiet_output: bool) -> Result<(Scanned<()>, Frames)> {
+    let s = scan(ctx, input, &UsageRows, quiet_output)?;
+    let frames = Frames::build(&s.corpus, s.parts, &source_name(source))?;
+    let s = Scanned {
+        roots: s.roots,
+        corpus: s.corpus,
+        parts: Vec::new(),
+    };
+    Ok((s, frames))
+}
+
+fn export(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
+    let (s, frames) = frames(ctx, &a.input, a.source, false)?;
+    let written = pisa::export::export(&frames, &a.out, a.format.into(), a.partition.into())?;
     for (path, rows) in &written.files {
         eprintln!("pisa: wrote {} ({rows} rows)", path.display());
     }
-    Ok(exit_code(&corpus, &roots))
+    Ok(exit_code(&s))
 }
 
-fn query(a: QueryArgs) -> Result<ExitCode> {
-    let (roots, mut corpus) = scan_input(&a.input, Keep { rows: true }, true)?;
-    let frames = Frames::build(&mut corpus, &source_name(a.source))?;
+fn query(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
+    let (s, frames) = frames(ctx, &a.input, a.source, true)?;
     let mut df = pisa::frame::query(&frames, &a.sql).context("the query failed")?;
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    if a.json {
-        let rows: Vec<serde_json::Value> = (0..df.height())
-            .map(|i| pisa::export::row_json(&df, i))
-            .collect::<Result<_, _>>()?;
-        serde_json::to_writer_pretty(report::C1Escaped::new(&mut out), &rows)?;
-        writeln!(out)?;
-    } else if a.csv {
-        pisa::export::encode(&mut df, &mut out, pisa::export::Format::Csv)?;
-    } else {
-        report::frame_table(&mut out, &df, std::io::stdout().is_terminal())?;
-    }
-    out.flush()?;
-    Ok(exit_code(&corpus, &roots))
+    to_stdout(|out| {
+        if a.json {
+            let rows: Vec<serde_json::Value> = (0..df.height())
+                .map(|i| pisa::export::row_json(&df, i))
+                .collect::<Result<_, _>>()?;
+            pretty_json(out, &rows)?;
+        } else if a.csv {
+            pisa::export::encode(&mut df, out, pisa::export::Format::Csv)?;
+        } else {
+            report::frame_table(out, &df, terminal())?;
+        }
+        Ok(())
+    })?;
+    Ok(exit_code(&s))
 }
 
 fn bench(a: BenchArgs) -> Result<ExitCode> {
     let roots = Roots::of(&a.paths, a.demo)?;
-    let b = pisa::bench::run(&roots.paths, a.runs);
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    if a.json {
-        serde_json::to_writer_pretty(&mut out, &b)?;
-        writeln!(out)?;
-    } else {
-        writeln!(
-            out,
-            "{} files, {:.1} MB, {} lines; {} threads; median of {} runs, page cache as it is",
-            b.files,
-            b.bytes as f64 / 1e6,
-            b.lines,
-            b.threads,
-            a.runs.max(1)
-        )?;
-        writeln!(out, "{}", pisa::bench::table(&b))?;
-    }
-    out.flush()?;
+    let b = bench::run(&roots.paths, a.runs);
+    to_stdout(|out| {
+        if a.json {
+            serde_json::to_writer_pretty(&mut *out, &b)?;
+            writeln!(out)?;
+        } else {
+            writeln!(
+                out,
+                "{} files, {:.1} MB, {} lines; {} threads; median of {} runs, page cache as it is",
+                b.files,
+                b.bytes as f64 / 1e6,
+                b.lines,
+                b.threads,
+                a.runs.max(1)
+            )?;
+            writeln!(out, "{}", bench::table(&b))?;
+        }
+        Ok(())
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn inspect(args: InspectArgs) -> Result<ExitCode> {
+    use pisa::analyze::{FileAnalysis, FileRecord};
     let mut file = pisa::scan::source::open(&args.file)?;
     let mut scratch = pisa::parse::Scratch::default();
     let parsed = pisa::scan::source::read_steady(&args.file, &mut file, |file| {
@@ -416,47 +442,36 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
         Ok((parsed, len))
     })?;
     let rel = args.file.display().to_string();
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let code = match pisa::analyze::analyze_parsed(parsed) {
-        pisa::analyze::FileAnalysis::Rejected {
+    let mut code = ExitCode::SUCCESS;
+    to_stdout(|out| match pisa::analyze::analyze_parsed(parsed) {
+        FileAnalysis::Rejected {
             stats,
             reason,
             pi_entries,
         } => {
-            let not_session = !pi_entries && !pisa::scan::pi_session_name(&rel);
+            code = ExitCode::from(2);
+            let not_session = pisa::analyze::not_a_session(&rel, pi_entries);
+            let record = FileRecord::rejected(&rel, &stats, &reason, not_session);
             if args.json {
-                serde_json::to_writer_pretty(
-                    report::C1Escaped::new(&mut out),
-                    &report::json::rejected_json(&rel, &stats, &reason, not_session),
-                )?;
-                writeln!(out)?;
-            } else {
-                // The reason quotes the file (the first entry's type).
-                let what = if not_session { "not a Pi session; " } else { "" };
-                writeln!(
-                    out,
-                    "{}",
-                    report::terminal_safe(&format!("{rel}: {what}{}", reason.message()))
-                )?;
+                return pretty_json(out, &record.document());
             }
-            ExitCode::from(2)
+            // The reason quotes the file (the first entry's type).
+            let what = if not_session { "not a Pi session; " } else { "" };
+            let line = format!("{rel}: {what}{}", record.reason);
+            writeln!(out, "{}", report::terminal_safe(&line))?;
+            Ok(())
         }
-        pisa::analyze::FileAnalysis::Session(a) => {
-            if args.json {
-                serde_json::to_writer_pretty(report::C1Escaped::new(&mut out), &report::inspect::to_json(&rel, &a))?;
-                writeln!(out)?;
-            } else {
-                report::inspect::render(&mut out, &rel, &a)?;
-            }
+        FileAnalysis::Session(a) => {
             if a.is_damaged() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
+                code = ExitCode::from(2);
             }
+            if args.json {
+                return pretty_json(out, &report::inspect::to_json(&rel, &a));
+            }
+            report::inspect::render(out, &rel, &a)?;
+            Ok(())
         }
-    };
-    out.flush()?;
+    })?;
     Ok(code)
 }
 

@@ -8,9 +8,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pisa::analyze::{FileAnalysis, analyze_parsed};
+use pisa::analyze::{FileAnalysis, FileRecord, SessionFacts, analyze_parsed};
+use pisa::corpus::{Rows, SessionRef};
+use pisa::frame::{UsageColumns, UsageRows};
 use pisa::parse::{FileParser, ParsedFile, Prefix, Scratch, parse_file, parse_file_from};
-use pisa::report::{inspect, json as rjson};
+use pisa::report::inspect;
 
 /// A small deterministic generator seeded from the input (FNV-1a, then xorshift).
 struct Draw(u64);
@@ -74,20 +76,32 @@ fuzz_target!(|data: &[u8]| {
 
     let rel = "p/f.jsonl";
     match analyze_parsed(parsed) {
-        FileAnalysis::Rejected { stats, reason } => {
-            let doc = rjson::rejected_json(rel, &stats, &reason);
-            serde_json::to_string(&doc).expect("JSON serializes");
-            let _ = reason.message();
+        FileAnalysis::Rejected {
+            stats,
+            reason,
+            pi_entries,
+        } => {
+            let record = FileRecord::rejected(rel, &stats, &reason, pisa::analyze::not_a_session(rel, pi_entries));
+            serde_json::to_string(&record.document()).expect("JSON serializes");
         }
         FileAnalysis::Session(a) => {
-            let ov = rjson::overview(rel, &a);
-            let doc = rjson::session_json(rel, &a, &ov);
-            serde_json::to_string(&doc).expect("JSON serializes");
+            let facts = SessionFacts::of(rel, &a);
+            let json = serde_json::to_string(&facts).expect("JSON serializes");
+            let back: SessionFacts =
+                postcard::from_bytes(&postcard::to_stdvec(&facts).expect("facts encode")).expect("facts decode");
+            assert_eq!(serde_json::to_string(&back).expect("JSON serializes"), json, "binary round trip");
             serde_json::to_string(&inspect::to_json(rel, &a)).expect("JSON serializes");
             inspect::render(&mut Vec::new(), rel, &a).expect("writing to a Vec");
-            let id = a.tree.header.id.as_deref();
-            pisa::frame::usage_chunk(id, rel, &ov.project, &a.accounting.records)
-                .expect("a usage chunk follows its schema");
+            let session = SessionRef {
+                rel,
+                session_id: a.tree.header.id.as_deref(),
+                project: &facts.project,
+            };
+            let mut part = UsageColumns::default();
+            let rows = UsageRows.add(&mut part, &session, &a);
+            assert_eq!(rows.len(), a.accounting.records.len());
+            let frame = part.finish().expect("the usage rows follow their schema");
+            assert_eq!(frame.height(), a.accounting.records.len());
         }
     }
 });

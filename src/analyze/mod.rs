@@ -1,7 +1,12 @@
-//! One file through every stage: parse → tree → project → usage, into a [`FileAnalysis`].
+//! One file through every stage: parse → tree → project → usage, into a [`FileAnalysis`],
+//! and what is reported of it ([`facts`]).
 //!
 //! This is the unit of parallel work: it takes bytes and a worker's scratch buffers and
 //! returns plain data, so the corpus stage can run it on any thread in any order.
+
+pub mod facts;
+
+pub use facts::{FileRecord, FileStatus, SessionFacts};
 
 use crate::js::{self, Jv};
 use crate::parse::entry::{Body, EntryType, Role};
@@ -20,17 +25,6 @@ pub enum FileAnalysis {
         /// The file holds entries of Pi's types (see [`ParsedFile::pi_entries`]).
         pi_entries: bool,
     },
-}
-
-/// Counts of `context_edit` entries (the oracle's `contextEdits`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct EditCounts {
-    pub total: u64,
-    pub on_path: u64,
-    pub in_context: u64,
-    pub applied: u64,
-    pub omitted: u64,
-    pub replaced: u64,
 }
 
 /// The latest compaction on the active path (the oracle's `compactions`).
@@ -66,7 +60,7 @@ pub struct SessionAnalysis {
     pub projected_message_count: u64,
     pub model: Option<(Jv, Jv)>,
     pub thinking_level: Jv,
-    pub edits: EditCounts,
+    pub edits: facts::ContextEdits,
     pub compactions: CompactionSummary,
     pub estimate: Estimate,
     /// `getContextUsage()` would report these tokens; `None` = unknown after a compaction.
@@ -86,6 +80,59 @@ impl SessionAnalysis {
     pub fn is_damaged(&self) -> bool {
         self.stats.malformed_lines > 0 || self.cyclic_path
     }
+
+    /// The models that answered, most expensive first (`provider/model`, virtual models
+    /// resolved).
+    pub fn models(&self) -> Vec<String> {
+        let mut out: Vec<(String, f64)> = Vec::new();
+        for r in &self.accounting.records {
+            if r.source != crate::usage::Source::Assistant {
+                continue;
+            }
+            let name = r
+                .response_model
+                .as_deref()
+                .or(r.model.as_deref())
+                .unwrap_or("?")
+                .to_string();
+            match out.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, c)) => *c += r.cost_total,
+                None => out.push((name, r.cost_total)),
+            }
+        }
+        out.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
+        out.into_iter().map(|(n, _)| n).collect()
+    }
+
+    /// The context size Pi shows now, `None` when unknown.
+    pub fn context_tokens(&self) -> Option<f64> {
+        match self.estimate.unknown {
+            true => None,
+            false => self.context_usage_tokens.as_ref().map(crate::js::JsVal::to_number),
+        }
+    }
+}
+
+/// The project of a session found at `rel`: its header `cwd`, else the decoded folder name.
+pub fn project_of(t: &Tree, rel: &str) -> String {
+    if let Some(cwd) = t.cwd().filter(|c| !c.is_empty()) {
+        return cwd.to_string();
+    }
+    let folder = rel
+        .rsplit_once('/')
+        .map_or("", |(dir, _)| dir.rsplit('/').next().unwrap_or(dir));
+    folder
+        .strip_prefix("--")
+        .and_then(|f| f.strip_suffix("--"))
+        .map_or_else(|| folder.to_string(), |f| format!("/{f}"))
+}
+
+/// Whether a file Pi refuses is not a session at all: no entry of a type Pi writes in it, and
+/// not a name Pi gives session files. Extensions' transcripts, other tools' logs and stray
+/// empty files are such files; an empty file with a session's name, or entries behind a lost
+/// header, are sessions that were damaged.
+pub fn not_a_session(rel: &str, pi_entries: bool) -> bool {
+    !pi_entries && !crate::paths::pi_session_name(rel)
 }
 
 /// Tally names into a list sorted the way JavaScript sorts object keys here (UTF-16 order).
@@ -133,70 +180,13 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
     let proj = project::project(&tree, &path);
     let estimate = project::estimate(&tree, &proj, &branch);
     let context_usage_tokens = project::context_usage_known(&tree, &proj, &branch).then(|| estimate.tokens.clone());
-
-    let mut edits = EditCounts::default();
-    for (i, e) in tree.entries.iter().enumerate() {
-        if e.ty == EntryType::ContextEdit {
-            edits.total += 1;
-            edits.on_path += u64::from(on_path[i]);
-        }
-    }
-    edits.in_context = proj
-        .context
-        .iter()
-        .filter(|&&i| tree.entries[i as usize].ty == EntryType::ContextEdit)
-        .count() as u64;
-    for pe in &proj.entries {
-        match pe.edit {
-            Some(EditKind::Omitted) => edits.omitted += 1,
-            Some(EditKind::Replaced) => edits.replaced += 1,
-            None => {}
-        }
-    }
-    edits.applied = edits.omitted + edits.replaced;
-
-    let latest = branch
-        .entries
-        .iter()
-        .rposition(|&b| tree.entries[b as usize].ty == EntryType::Compaction);
-    let compactions = CompactionSummary {
-        total: tree.entries.iter().filter(|e| e.ty == EntryType::Compaction).count() as u64,
-        on_path: branch
-            .entries
-            .iter()
-            .filter(|&&b| tree.entries[b as usize].ty == EntryType::Compaction)
-            .count() as u64,
-        latest: latest.map(|p| branch.entries[p]),
-        latest_first_kept_on_path: latest.is_some_and(|p| {
-            let Body::Compaction(c) = &tree.entries[branch.entries[p] as usize].body else {
-                return false;
-            };
-            branch.entries[..p]
-                .iter()
-                .any(|&b| tree.entries[b as usize].id == c.first_kept)
-        }),
-    };
     let effects = project::compaction_effects(&tree, &branch);
-    let context_entry_types = tally(proj.context.iter().map(|&i| tree.entries[i as usize].ty.name()));
-    let projected_roles = tally(proj.messages.iter().map(|m| m.role.name()));
-    let mut role_tokens: Vec<(String, u64, f64)> = Vec::new();
-    for m in &proj.messages {
-        let tokens = m.tokens.unwrap_or(f64::NAN);
-        match role_tokens.iter_mut().find(|r| r.0 == m.role.name()) {
-            Some(r) => {
-                r.1 += 1;
-                r.2 += tokens;
-            }
-            None => role_tokens.push((m.role.name().to_string(), 1, tokens)),
-        }
-    }
     let started_ms = tree
         .header
         .timestamp
         .as_ref()
         .and_then(|t| t.as_str())
         .and_then(parse_iso_ms);
-    let last_activity_ms = last_activity(&tree).or(started_ms);
     let pi_error = tree
         .pi_error
         .or(accounting.pi_error)
@@ -216,25 +206,87 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
         tree_roots: tree.root_count(),
         cyclic_path: branch.cyclic || path.cyclic,
         context_entry_count: proj.context.len() as u64,
-        context_entry_types,
+        context_entry_types: tally(proj.context.iter().map(|&i| tree.entries[i as usize].ty.name())),
         projected_message_count: proj.messages.len() as u64,
-        projected_roles,
-        role_tokens,
+        projected_roles: tally(proj.messages.iter().map(|m| m.role.name())),
+        role_tokens: role_tokens(&proj),
         model: proj.model.clone(),
         thinking_level: proj.thinking_level.clone(),
-        edits,
-        compactions,
+        edits: edit_counts(&tree, &on_path, &proj),
+        compactions: compaction_summary(&tree, &branch),
         estimate,
         context_usage_tokens,
         effects,
         pi_error,
         started_ms,
-        last_activity_ms,
+        last_activity_ms: last_activity(&tree).or(started_ms),
         name,
         accounting,
         stats,
         tree,
     }
+}
+
+/// The oracle's `contextEdits`: in the file, on the active path, among the context entries,
+/// and applied to the projection.
+fn edit_counts(tree: &Tree, on_path: &[bool], proj: &project::Projection) -> facts::ContextEdits {
+    let mut edits = facts::ContextEdits::default();
+    for (i, e) in tree.entries.iter().enumerate() {
+        if e.ty == EntryType::ContextEdit {
+            edits.total += 1;
+            edits.on_path += u64::from(on_path[i]);
+        }
+    }
+    edits.in_context = proj
+        .context
+        .iter()
+        .filter(|&&i| tree.entries[i as usize].ty == EntryType::ContextEdit)
+        .count() as u64;
+    for pe in &proj.entries {
+        match pe.edit {
+            Some(EditKind::Omitted) => edits.omitted += 1,
+            Some(EditKind::Replaced) => edits.replaced += 1,
+            None => {}
+        }
+    }
+    edits.applied = edits.omitted + edits.replaced;
+    edits
+}
+
+/// The compactions of the file and of the active path, and the latest on it.
+fn compaction_summary(tree: &Tree, branch: &crate::tree::Path) -> CompactionSummary {
+    let is_compaction = |&&b: &&u32| tree.entries[b as usize].ty == EntryType::Compaction;
+    let latest = branch.entries.iter().rposition(|b| is_compaction(&b));
+    CompactionSummary {
+        total: tree.entries.iter().filter(|e| e.ty == EntryType::Compaction).count() as u64,
+        on_path: branch.entries.iter().filter(is_compaction).count() as u64,
+        latest: latest.map(|p| branch.entries[p]),
+        latest_first_kept_on_path: latest.is_some_and(|p| {
+            let Body::Compaction(c) = &tree.entries[branch.entries[p] as usize].body else {
+                return false;
+            };
+            branch.entries[..p]
+                .iter()
+                .any(|&b| tree.entries[b as usize].id == c.first_kept)
+        }),
+    }
+}
+
+/// Per role of the projected messages, in order of first appearance: messages and estimated
+/// tokens (chars/4).
+fn role_tokens(proj: &project::Projection) -> Vec<(String, u64, f64)> {
+    let mut role_tokens: Vec<(String, u64, f64)> = Vec::new();
+    for m in &proj.messages {
+        let tokens = m.tokens.unwrap_or(f64::NAN);
+        match role_tokens.iter_mut().find(|r| r.0 == m.role.name()) {
+            Some(r) => {
+                r.1 += 1;
+                r.2 += tokens;
+            }
+            None => role_tokens.push((m.role.name().to_string(), 1, tokens)),
+        }
+    }
+    role_tokens
 }
 
 /// `buildSessionInfo`'s activity time: the latest user or assistant message that has a

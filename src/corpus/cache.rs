@@ -253,7 +253,7 @@ pub struct Cache {
 /// The key of a file: its path as given to the scan, made absolute.
 pub fn key(path: &Path) -> String {
     // Not lossy: two names that differ only in bytes that are not UTF-8 keep two keys.
-    crate::scan::path_text(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
+    crate::paths::path_text(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
 }
 
 fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, postcard::Error> {

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use crate::frame::Frames;
 
 /// Output file format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Parquet,
     Csv,
@@ -30,7 +30,7 @@ impl Format {
 }
 
 /// How the time-stamped frames (`usage`, `compactions`) are split.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Partition {
     /// One file per frame.
     None,
@@ -131,7 +131,7 @@ pub fn any_json(v: &AnyValue<'_>) -> Value {
         AnyValue::Float32(x) => crate::js::num_json(f64::from(*x)),
         AnyValue::Float64(x) => crate::js::num_json(*x),
         AnyValue::Datetime(ms, TimeUnit::Milliseconds, _) | AnyValue::DatetimeOwned(ms, TimeUnit::Milliseconds, _) => {
-            crate::report::json::iso_ms(*ms as f64).map_or(Value::Null, Value::String)
+            crate::analyze::facts::iso_ms(*ms as f64).map_or(Value::Null, Value::String)
         }
         other => Value::String(other.to_string()),
     }

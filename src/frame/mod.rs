@@ -6,14 +6,15 @@
 //! writes is an integer, exact in a `Float64` up to 2^53.
 
 use polars::prelude::*;
-use serde_json::{Map, Value};
 
-use crate::analyze::parse_iso_ms;
+use crate::analyze::{FileStatus, SessionFacts, parse_iso_ms};
 use crate::corpus::{Corpus, SessionSummary};
-use crate::usage::UsageRecord;
+use crate::js::JsVal;
 
 mod schema;
+mod usage;
 pub use schema::{COMPACTIONS, Col, FILES, SESSIONS, SOURCE, Ty, USAGE, markdown};
+pub use usage::{UsageColumns, UsageRows};
 
 /// The four frames of a corpus.
 #[derive(Debug, Clone)]
@@ -25,9 +26,9 @@ pub struct Frames {
 }
 
 impl Frames {
-    /// Build every frame, `source` in the first column of each. The corpus must have been
-    /// scanned with [`crate::corpus::Keep::rows`]; its usage chunks move into the usage frame.
-    pub fn build(corpus: &mut Corpus, source: &str) -> PolarsResult<Frames> {
+    /// Build every frame, `source` in the first column of each, from a corpus scanned with
+    /// [`UsageRows`] and the parts it filled.
+    pub fn build(corpus: &Corpus, parts: Vec<UsageColumns>, source: &str) -> PolarsResult<Frames> {
         let with_source = |mut df: DataFrame| -> PolarsResult<DataFrame> {
             let height = df.height();
             let name = PlSmallStr::from_static(SOURCE);
@@ -37,11 +38,12 @@ impl Frames {
             )?;
             Ok(df)
         };
+        let (sessions, files) = sessions_and_files(corpus)?;
         Ok(Frames {
-            usage: with_source(usage(corpus)?)?,
-            sessions: with_source(sessions(corpus)?)?,
+            usage: with_source(usage(corpus, parts)?)?,
+            sessions: with_source(sessions)?,
             compactions: with_source(compactions(corpus)?)?,
-            files: with_source(files(corpus)?)?,
+            files: with_source(files)?,
         })
     }
 
@@ -155,6 +157,19 @@ impl Table {
     }
 }
 
+/// The Polars type of a column type.
+fn dtype(ty: Ty) -> DataType {
+    match ty {
+        Ty::Str => DataType::String,
+        Ty::Bool => DataType::Boolean,
+        Ty::U32 => DataType::UInt32,
+        Ty::U64 => DataType::UInt64,
+        Ty::I64 => DataType::Int64,
+        Ty::F64 => DataType::Float64,
+        Ty::Time => DataType::Datetime(TimeUnit::Milliseconds, Some(TimeZone::UTC)),
+    }
+}
+
 /// Unix ms of an ISO timestamp (entry timestamps), else of a message's ms timestamp.
 fn time_of(iso: Option<&str>, ms: Option<f64>) -> Option<i64> {
     iso.and_then(parse_iso_ms)
@@ -172,158 +187,117 @@ fn session_id(s: &SessionSummary) -> Option<&str> {
     s.session_id.as_deref()
 }
 
-/// One session's rows of the usage frame (built in the worker that read the file, so the
-/// records themselves need not outlive it). `inherited` is false until [`Frames::build`].
-pub fn usage_chunk(
-    session_id: Option<&str>,
-    file: &str,
-    project: &str,
-    records: &[UsageRecord],
-) -> PolarsResult<DataFrame> {
-    let mut t = Table::new(USAGE);
-    for r in records {
-        usage_row(&mut t, session_id, file, project, r);
-    }
-    t.finish()
-}
-
-/// The sessions' usage chunks in corpus order, with `inherited` from the fork deduplication.
-/// The chunks are moved out of the corpus and freed once copied into the frame.
-fn usage(corpus: &mut Corpus) -> PolarsResult<DataFrame> {
-    let inherited: Vec<bool> = corpus
-        .sessions
-        .iter()
-        .filter(|s| s.usage.is_some())
-        .flat_map(SessionSummary::inherited_flags)
-        .collect();
-    let mut frame = Table::new(USAGE).finish()?;
-    for s in &mut corpus.sessions {
-        if let Some(chunk) = s.usage.take() {
-            frame.vstack_mut_owned(chunk)?;
+/// The usage frame: each part's rows, the sessions' rows in corpus order, and `inherited`
+/// from the fork deduplication.
+fn usage(corpus: &Corpus, parts: Vec<UsageColumns>) -> PolarsResult<DataFrame> {
+    let mut offsets = Vec::with_capacity(parts.len());
+    let mut all: Option<DataFrame> = None;
+    for part in parts {
+        let df = part.finish()?;
+        offsets.push(all.as_ref().map_or(0, DataFrame::height) as IdxSize);
+        match &mut all {
+            None => all = Some(df),
+            Some(all) => {
+                all.vstack_mut_owned(df)?;
+            }
         }
     }
+    let Some(all) = all else {
+        return UsageColumns::default().finish();
+    };
+    let mut order: Vec<IdxSize> = Vec::new();
+    let mut inherited: Vec<bool> = Vec::new();
+    for s in &corpus.sessions {
+        let first = offsets[s.rows.part as usize] + s.rows.start as IdxSize;
+        order.extend(first..first + s.rows.len as IdxSize);
+        inherited.extend(s.inherited_flags());
+    }
+    assert_eq!(order.len(), inherited.len(), "one row per billed call");
+    let mut frame = all.take(&IdxCa::from_vec("".into(), order))?;
     frame.rechunk_mut();
     frame.replace("inherited", Column::new("inherited".into(), inherited))?;
     Ok(frame)
 }
 
-fn usage_row(t: &mut Table, session_id: Option<&str>, file: &str, project: &str, r: &UsageRecord) {
-    use Cell::*;
-    t.row(&[
-        ("session_id", Str(session_id)),
-        ("file", Str(Some(file))),
-        ("project", Str(Some(project))),
-        ("entry_id", Str(r.entry_id.as_deref())),
-        ("entry_index", U32(r.entry)),
-        ("timestamp", Time(time_of(r.timestamp.as_deref(), r.message_timestamp))),
-        ("origin", Str(Some(r.source.name()))),
-        ("kind", Str(r.kind.as_deref())),
-        ("provider", Str(r.provider.as_deref())),
-        ("model", Str(r.model.as_deref())),
-        ("response_model", Str(r.response_model.as_deref())),
-        ("api", Str(r.api.as_deref())),
-        ("stop_reason", Str(r.stop_reason.as_deref())),
-        ("thinking_level", Str(r.thinking_level.as_deref())),
-        ("on_active_path", Bool(r.on_active_path)),
-        ("inherited", Bool(false)),
-        ("input", F64(Some(r.input))),
-        ("output", F64(Some(r.output))),
-        ("cache_read", F64(Some(r.cache_read))),
-        ("cache_write", F64(Some(r.cache_write))),
-        ("cache_write_1h", F64(r.cache_write_1h)),
-        ("reasoning", F64(r.reasoning)),
-        ("total_tokens", F64(Some(r.total_tokens))),
-        ("cost_input", F64(Some(r.cost_input))),
-        ("cost_output", F64(Some(r.cost_output))),
-        ("cost_cache_read", F64(Some(r.cost_cache_read))),
-        ("cost_cache_write", F64(Some(r.cost_cache_write))),
-        ("cost", F64(Some(r.cost_total))),
-        ("incomplete", Bool(r.missing != 0)),
-    ]);
-}
-
-/// A value at a path of keys in a JSON object.
-fn at<'a>(m: &'a Map<String, Value>, path: &[&str]) -> Option<&'a Value> {
-    let (first, rest) = path.split_first()?;
-    rest.iter().try_fold(m.get(*first)?, |v, k| v.get(k))
-}
-
-fn text<'a>(m: &'a Map<String, Value>, path: &[&str]) -> Option<&'a str> {
-    at(m, path).and_then(Value::as_str)
-}
-
-fn count(m: &Map<String, Value>, path: &[&str]) -> Option<u64> {
-    at(m, path).and_then(Value::as_u64)
-}
-
-fn number(m: &Map<String, Value>, path: &[&str]) -> Option<f64> {
-    at(m, path).and_then(Value::as_f64).and_then(finite)
-}
-
-fn sessions(corpus: &Corpus) -> PolarsResult<DataFrame> {
-    use Cell::*;
-    let mut t = Table::new(SESSIONS);
-    for s in &corpus.sessions {
-        let m = &corpus.object(s)?;
-        let path = crate::scan::path_text(&s.path);
-        let ov = &s.row.overview;
-        let own = &s.row.own;
-        t.row(&[
-            ("session_id", Str(session_id(s))),
-            ("file", Str(Some(&s.rel))),
-            ("path", Str(Some(&path))),
-            ("project", Str(Some(&ov.project))),
-            ("name", Str(s.row.name.as_deref())),
-            ("parent_session", Str(text(m, &["parentSession"]))),
-            ("parent_in_corpus", Str(text(m, &["parentInCorpus"]))),
-            ("version", I64(at(m, &["version"]).and_then(Value::as_i64))),
-            ("migrated_from", I64(at(m, &["migratedFrom"]).and_then(Value::as_i64))),
-            ("started_at", Time(time_of(ov.started.as_deref(), None))),
-            ("last_activity_at", Time(time_of(ov.last_activity.as_deref(), None))),
-            ("bytes", U64(count(m, &["bytes"]))),
-            ("lines", U64(count(m, &["lines"]))),
-            ("entries", U64(count(m, &["entryCount"]))),
-            ("messages", U64(Some(s.row.messages))),
-            ("user_messages", U64(count(m, &["stats", "userMessages"]))),
-            ("assistant_messages", U64(count(m, &["stats", "assistantMessages"]))),
-            ("tool_results", U64(count(m, &["stats", "toolResults"]))),
-            ("billed_calls", U64(Some(s.calls))),
-            ("inherited_calls", U64(Some(s.inherited_calls()))),
-            ("input", F64(number(m, &["stats", "tokens", "input"]))),
-            ("output", F64(number(m, &["stats", "tokens", "output"]))),
-            ("cache_read", F64(number(m, &["stats", "tokens", "cacheRead"]))),
-            ("cache_write", F64(number(m, &["stats", "tokens", "cacheWrite"]))),
-            ("total_tokens", F64(number(m, &["stats", "tokens", "total"]))),
-            ("cost", F64(number(m, &["stats", "cost"]))),
-            ("own_input", F64(Some(own.input))),
-            ("own_output", F64(Some(own.output))),
-            ("own_cache_read", F64(Some(own.cache_read))),
-            ("own_cache_write", F64(Some(own.cache_write))),
-            ("own_total_tokens", F64(Some(own.tokens()))),
-            ("own_cost", F64(Some(own.cost))),
-            ("context_tokens", F64(s.row.context_tokens.and_then(finite))),
-            ("projected_messages", U64(count(m, &["projectedMessageCount"]))),
-            ("active_path_entries", U64(count(m, &["activePathLength"]))),
-            ("off_path_entries", U64(count(m, &["offPathEntries"]))),
-            ("tree_roots", U64(count(m, &["treeRoots"]))),
-            ("provider", Str(text(m, &["model", "provider"]))),
-            ("model", Str(text(m, &["model", "modelId"]))),
-            ("thinking_level", Str(text(m, &["thinkingLevel"]))),
-            ("compactions", U64(Some(s.row.compactions))),
-            ("context_edits", U64(count(m, &["contextEdits", "total"]))),
-            ("damaged", Bool(s.damaged)),
-            ("malformed_lines", U64(count(m, &["damage", "malformedLines"]))),
-            ("blank_lines", U64(count(m, &["damage", "blankLines"]))),
-            ("invalid_utf8_lines", U64(count(m, &["damage", "invalidUtf8Lines"]))),
-            ("pending_tail_bytes", U64(count(m, &["damage", "pendingTailBytes"]))),
-            (
-                "first_damage_offset",
-                U64(count(m, &["damage", "firstDamage", "offset"])),
-            ),
-            ("pi_error", Str(text(m, &["piError"]))),
-        ]);
+/// A number of Pi's sums, when it is a finite number.
+fn pi_number(v: &JsVal) -> Option<f64> {
+    match v {
+        JsVal::Num(f) if f.is_finite() => Some(*f),
+        _ => None,
     }
-    t.finish()
+}
+
+/// The sessions and files frames: every session's facts read back once for both.
+fn sessions_and_files(corpus: &Corpus) -> PolarsResult<(DataFrame, DataFrame)> {
+    let mut sessions = Table::new(SESSIONS);
+    let mut files = Table::new(FILES);
+    for s in &corpus.sessions {
+        let facts = corpus.facts(s)?;
+        session_row(&mut sessions, s, &facts);
+        file_row(&mut files, s, &facts);
+    }
+    rejected_rows(&mut files, corpus);
+    Ok((sessions.finish()?, files.finish()?))
+}
+
+fn session_row(t: &mut Table, s: &SessionSummary, m: &SessionFacts) {
+    use Cell::*;
+    let path = crate::paths::path_text(&s.path);
+    let own = &s.row.own;
+    let stats = m.stats.as_ref();
+    let tokens = stats.map(|st| &st.tokens);
+    let first_damage = m.damage.first_damage.as_ref();
+    t.row(&[
+        ("session_id", Str(session_id(s))),
+        ("file", Str(Some(&s.rel))),
+        ("path", Str(Some(&path))),
+        ("project", Str(Some(&s.row.project))),
+        ("name", Str(s.row.name.as_deref())),
+        ("parent_session", Str(m.parent_session.0.as_str())),
+        ("parent_in_corpus", Str(s.parent_in_corpus.as_deref())),
+        ("version", I64(m.version.0.as_i64())),
+        ("migrated_from", I64(m.migrated_from.0.as_i64())),
+        ("started_at", Time(time_of(s.row.started.as_deref(), None))),
+        ("last_activity_at", Time(time_of(s.row.last_activity.as_deref(), None))),
+        ("bytes", U64(Some(m.bytes))),
+        ("lines", U64(Some(m.lines))),
+        ("entries", U64(Some(m.entry_count))),
+        ("messages", U64(Some(s.row.messages))),
+        ("user_messages", U64(stats.map(|st| st.user_messages))),
+        ("assistant_messages", U64(stats.map(|st| st.assistant_messages))),
+        ("tool_results", U64(stats.map(|st| st.tool_results))),
+        ("billed_calls", U64(Some(s.calls))),
+        ("inherited_calls", U64(Some(s.inherited_calls()))),
+        ("input", F64(tokens.and_then(|t| pi_number(&t.input)))),
+        ("output", F64(tokens.and_then(|t| pi_number(&t.output)))),
+        ("cache_read", F64(tokens.and_then(|t| pi_number(&t.cache_read)))),
+        ("cache_write", F64(tokens.and_then(|t| pi_number(&t.cache_write)))),
+        ("total_tokens", F64(tokens.and_then(|t| pi_number(&t.total)))),
+        ("cost", F64(stats.and_then(|st| pi_number(&st.cost)))),
+        ("own_input", F64(Some(own.input))),
+        ("own_output", F64(Some(own.output))),
+        ("own_cache_read", F64(Some(own.cache_read))),
+        ("own_cache_write", F64(Some(own.cache_write))),
+        ("own_total_tokens", F64(Some(own.tokens()))),
+        ("own_cost", F64(Some(own.cost))),
+        ("context_tokens", F64(s.row.context_tokens.and_then(finite))),
+        ("projected_messages", U64(Some(m.projected_message_count))),
+        ("active_path_entries", U64(Some(m.active_path_length))),
+        ("off_path_entries", U64(Some(m.off_path_entries))),
+        ("tree_roots", U64(Some(m.tree_roots))),
+        ("provider", Str(m.model.as_ref().and_then(|x| x.provider.0.as_str()))),
+        ("model", Str(m.model.as_ref().and_then(|x| x.model_id.0.as_str()))),
+        ("thinking_level", Str(m.thinking_level.0.as_str())),
+        ("compactions", U64(Some(s.row.compactions))),
+        ("context_edits", U64(Some(m.context_edits.total))),
+        ("damaged", Bool(s.damaged)),
+        ("malformed_lines", U64(Some(m.damage.malformed_lines))),
+        ("blank_lines", U64(Some(m.damage.blank_lines))),
+        ("invalid_utf8_lines", U64(Some(m.damage.invalid_utf8_lines))),
+        ("pending_tail_bytes", U64(Some(m.damage.pending_tail_bytes))),
+        ("first_damage_offset", U64(first_damage.map(|d| d.offset))),
+        ("pi_error", Str(m.pi_error.as_deref())),
+    ]);
 }
 
 fn compactions(corpus: &Corpus) -> PolarsResult<DataFrame> {
@@ -335,7 +309,7 @@ fn compactions(corpus: &Corpus) -> PolarsResult<DataFrame> {
             t.row(&[
                 ("session_id", Str(session_id(s))),
                 ("file", Str(Some(&s.rel))),
-                ("project", Str(Some(&s.row.overview.project))),
+                ("project", Str(Some(&s.row.project))),
                 ("entry_id", Str(c.entry_id.as_deref())),
                 ("entry_index", U32(c.entry_index)),
                 ("timestamp", Time(time_of(c.timestamp.as_deref(), None))),
@@ -360,47 +334,47 @@ fn compactions(corpus: &Corpus) -> PolarsResult<DataFrame> {
     t.finish()
 }
 
-fn files(corpus: &Corpus) -> PolarsResult<DataFrame> {
+/// The files frame's row of a session.
+fn file_row(t: &mut Table, s: &SessionSummary, m: &SessionFacts) {
     use Cell::*;
-    let mut t = Table::new(FILES);
-    for s in &corpus.sessions {
-        let m = &corpus.object(s)?;
-        let path = crate::scan::path_text(&s.path);
-        t.row(&[
-            ("file", Str(Some(&s.rel))),
-            ("path", Str(Some(&path))),
-            ("status", Str(Some("ok"))),
-            ("reason", Str(None)),
-            ("bytes", U64(count(m, &["bytes"]))),
-            ("lines", U64(count(m, &["lines"]))),
-            ("session_id", Str(session_id(s))),
-            ("damaged", Bool(s.damaged)),
-            ("malformed_lines", U64(count(m, &["damage", "malformedLines"]))),
-            ("first_damage_line", U64(count(m, &["damage", "firstDamage", "line"]))),
-            (
-                "first_damage_offset",
-                U64(count(m, &["damage", "firstDamage", "offset"])),
-            ),
-        ]);
-    }
+    let path = crate::paths::path_text(&s.path);
+    let first_damage = m.damage.first_damage.as_ref();
+    t.row(&[
+        ("file", Str(Some(&s.rel))),
+        ("path", Str(Some(&path))),
+        ("status", Str(Some("ok"))),
+        ("reason", Str(None)),
+        ("bytes", U64(Some(m.bytes))),
+        ("lines", U64(Some(m.lines))),
+        ("session_id", Str(session_id(s))),
+        ("damaged", Bool(s.damaged)),
+        ("malformed_lines", U64(Some(m.damage.malformed_lines))),
+        ("first_damage_line", U64(first_damage.map(|d| d.line))),
+        ("first_damage_offset", U64(first_damage.map(|d| d.offset))),
+    ]);
+}
+
+/// The files frame's rows of files that are not sessions pisa could read, and of what could
+/// not be scanned.
+fn rejected_rows(t: &mut Table, corpus: &Corpus) {
+    use Cell::*;
     for r in &corpus.rejected {
-        let path = crate::scan::path_text(&r.path);
-        let j = r.json.as_object();
-        let get = |k: &str| j.and_then(|m| count(m, &[k]));
+        let path = crate::paths::path_text(&r.path);
+        let rejection = match &r.record.status {
+            FileStatus::Rejected(x) => Some(x),
+            _ => None,
+        };
+        let status = match rejection {
+            Some(x) if x.not_session => "not_session",
+            _ => r.record.status.name(),
+        };
         t.row(&[
-            ("file", Str(Some(&r.rel))),
+            ("file", Str(Some(r.rel()))),
             ("path", Str(Some(&path))),
-            (
-                "status",
-                Str(if r.not_session {
-                    Some("not_session")
-                } else {
-                    j.and_then(|m| text(m, &["status"]))
-                }),
-            ),
-            ("reason", Str(Some(&r.reason))),
-            ("bytes", U64(get("bytes"))),
-            ("lines", U64(get("lines"))),
+            ("status", Str(Some(status))),
+            ("reason", Str(Some(&r.record.reason))),
+            ("bytes", U64(rejection.map(|x| x.bytes))),
+            ("lines", U64(rejection.map(|x| x.lines))),
             ("session_id", Str(None)),
             ("damaged", Bool(false)),
             ("malformed_lines", U64(None)),
@@ -409,7 +383,7 @@ fn files(corpus: &Corpus) -> PolarsResult<DataFrame> {
         ]);
     }
     for i in &corpus.issues {
-        let path = crate::scan::path_text(&i.path);
+        let path = crate::paths::path_text(&i.path);
         t.row(&[
             ("file", Str(Some(&path))),
             ("path", Str(Some(&path))),
@@ -424,7 +398,6 @@ fn files(corpus: &Corpus) -> PolarsResult<DataFrame> {
             ("first_damage_offset", U64(None)),
         ]);
     }
-    t.finish()
 }
 
 /// Run a SQL query (Polars SQL) over the four frames, registered under their names.

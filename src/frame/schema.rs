@@ -48,7 +48,8 @@ use Ty::*;
 /// The name of every frame's first column.
 pub const SOURCE: &str = "source";
 
-/// One row per billed usage record (SPEC §2), fork copies included and flagged.
+/// One row per billed usage record (every source Pi sums in `getSessionStats`), fork copies
+/// included and flagged.
 pub const USAGE: &[Col] = &[
     c(
         "source",
@@ -216,7 +217,7 @@ pub const SESSIONS: &[Col] = &[
     c("pi_error", Str, "why Pi's own code throws on this file, if it does"),
 ];
 
-/// One row per compaction entry (SPEC §5).
+/// One row per compaction entry, with what it did to the context.
 pub const COMPACTIONS: &[Col] = &[
     c(
         "source",

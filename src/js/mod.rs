@@ -19,6 +19,6 @@ pub mod string;
 pub mod value;
 
 pub use key::{Key, Opaque};
-pub use number::{num_json, number_to_string, stringify_num_len};
+pub use number::{Num, num_json, number_to_string, stringify_num_len};
 pub use string::{cmp_utf16, is_js_blank, is_js_space, js_trim, stringified_content_len, utf16_len};
-pub use value::{JsVal, Jv, js_string_of, js_to_number, js_truthy, jv_text};
+pub use value::{JsVal, Json, Jv, js_string_of, js_to_number, js_truthy, jv_text};

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use super::number::{num_json, number_to_string};
+use super::number::{Num, num_json, number_to_string};
 use super::string::js_trim;
 
 /// A parsed JSON value as Pi sees it, reduced to what pisa keeps: `None` stands for
@@ -29,7 +29,11 @@ pub mod jv_text {
 
 /// A JavaScript primitive as Pi's sums see it: `total += usage.input` with whatever the file
 /// holds. Objects and arrays are kept as the string `ToPrimitive` makes of them.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+///
+/// In JSON (a human-readable serializer) it is written as `JSON.stringify` writes it
+/// (`undefined` and `NaN` as `null`, integers without a fraction); in pisa's binary cache
+/// encoding every variant is kept.
+#[derive(Debug, Clone, PartialEq)]
 pub enum JsVal {
     Undefined,
     Null,
@@ -113,6 +117,78 @@ impl JsVal {
     }
 }
 
+/// The binary form of [`JsVal`].
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(remote = "JsVal")]
+enum JsValRepr {
+    Undefined,
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(Box<str>),
+}
+
+impl serde::Serialize for JsVal {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if !s.is_human_readable() {
+            return JsValRepr::serialize(self, s);
+        }
+        match self {
+            JsVal::Undefined | JsVal::Null => s.serialize_unit(),
+            JsVal::Bool(b) => s.serialize_bool(*b),
+            JsVal::Num(f) => Num(*f).serialize(s),
+            JsVal::Str(t) => s.serialize_str(t),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JsVal {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<JsVal, D::Error> {
+        if !d.is_human_readable() {
+            return JsValRepr::deserialize(d);
+        }
+        Ok(match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Null => JsVal::Null,
+            serde_json::Value::Bool(b) => JsVal::Bool(b),
+            serde_json::Value::Number(n) => JsVal::Num(n.as_f64().unwrap_or(f64::NAN)),
+            serde_json::Value::String(t) => JsVal::Str(t.into()),
+            other => JsVal::Str(other.to_string().into()),
+        })
+    }
+}
+
+/// A JSON value carried as Pi read it: written as itself in JSON, as its JSON text in
+/// pisa's binary cache encoding (which cannot describe a value of any shape).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Json(pub serde_json::Value);
+
+impl Json {
+    /// The value of a field, `null` when it was absent.
+    pub fn of(v: &Jv) -> Json {
+        Json(v.clone().unwrap_or(serde_json::Value::Null))
+    }
+}
+
+impl serde::Serialize for Json {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            self.0.serialize(s)
+        } else {
+            s.serialize_str(&self.0.to_string())
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Json {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
+        if d.is_human_readable() {
+            return serde_json::Value::deserialize(d).map(Json);
+        }
+        let text = String::deserialize(d)?;
+        serde_json::from_str(&text).map(Json).map_err(serde::de::Error::custom)
+    }
+}
+
 /// `String(v)` in JavaScript for a JSON value (`undefined` when absent).
 pub fn js_string_of(v: &Jv) -> Cow<'_, str> {
     match v {
@@ -191,6 +267,30 @@ mod tests {
         assert_eq!(js_to_number(&serde_json::json!(" 3 ")), 3.0);
         assert!(js_to_number(&serde_json::json!("v3")).is_nan());
         assert_eq!(js_to_number(&serde_json::json!(true)), 1.0);
+    }
+
+    /// JSON shows what `JSON.stringify` shows; the binary form keeps every variant.
+    #[test]
+    fn values_serialize_as_json_prints_them_and_round_trip_in_binary() {
+        let values = [
+            JsVal::Undefined,
+            JsVal::Null,
+            JsVal::Bool(true),
+            JsVal::Num(3.0),
+            JsVal::Num(0.5),
+            JsVal::Num(f64::NAN),
+            JsVal::Str("07".into()),
+        ];
+        let json: Vec<String> = values.iter().map(|v| serde_json::to_string(v).unwrap()).collect();
+        assert_eq!(json, ["null", "null", "true", "3", "0.5", "null", "\"07\""]);
+        for v in &values {
+            let back: JsVal = postcard::from_bytes(&postcard::to_stdvec(v).unwrap()).unwrap();
+            assert_eq!(format!("{back:?}"), format!("{v:?}"));
+        }
+        let j = Json(serde_json::json!({"a": [1, null]}));
+        assert_eq!(serde_json::to_string(&j).unwrap(), r#"{"a":[1,null]}"#);
+        let back: Json = postcard::from_bytes(&postcard::to_stdvec(&j).unwrap()).unwrap();
+        assert_eq!(back, j);
     }
 
     #[test]

@@ -478,7 +478,7 @@ pub fn context_usage_known(tree: &Tree, proj: &Projection, branch: &Path) -> boo
         .any(|&b| assistants.contains(&tree.entries[b as usize].id))
 }
 
-/// What one compaction did, computed as if it were the leaf (SPEC §5).
+/// What one compaction did, computed as if it were the leaf.
 #[derive(Debug, Clone, Default)]
 pub struct CompactionEffect {
     pub entry: u32,
@@ -494,6 +494,12 @@ pub struct CompactionEffect {
     pub entries_kept: Option<u64>,
     /// Why Pi's code would throw projecting with this compaction as the leaf.
     pub pi_error: Option<&'static str>,
+}
+
+/// A compaction that keeps nothing: its `firstKeptEntryId` is its own (truthy) id, what Pi
+/// writes when nothing is kept (the oracle's `retainsNone`).
+pub fn retains_none(e: &crate::parse::entry::Entry) -> bool {
+    matches!(&e.body, Body::Compaction(c) if e.id.truthy() && c.first_kept == e.id)
 }
 
 /// The effect of every compaction entry, in file order.

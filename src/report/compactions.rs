@@ -1,4 +1,4 @@
-//! `pisa compactions`: what each compaction did to the context (SPEC §5), then the same
+//! `pisa compactions`: what each compaction did to the context, then the same
 //! summed per session and per model. A fork's copy of a compaction is left out.
 
 use std::io::Write;
@@ -87,7 +87,7 @@ pub struct Report<'a> {
 pub fn build<'a>(corpus: &'a Corpus, o: &Options) -> Report<'a> {
     let mut lines = Vec::new();
     for s in &corpus.sessions {
-        let project = &s.row.overview.project;
+        let project = &s.row.project;
         for c in s.compactions.iter().filter(|c| !c.inherited) {
             let model = format!(
                 "{}/{}",
@@ -238,7 +238,7 @@ pub fn to_json(r: &Report<'_>) -> Value {
         "compactions": r.lines.iter().map(|l| json!({
             "file": l.session.rel,
             "sessionId": l.session.session_id,
-            "project": l.session.row.overview.project,
+            "project": l.session.row.project,
             "entryId": l.c.entry_id,
             "timestamp": l.c.timestamp.as_deref(),
             "model": l.model,

@@ -4,47 +4,88 @@ use std::io::Write;
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, Table};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{terminal_safe, tokens, usd};
-use crate::analyze::SessionAnalysis;
+use crate::analyze::facts::Effect;
+use crate::analyze::{SessionAnalysis, SessionFacts};
+use crate::js::JsVal;
 
-/// The inspect report as JSON: the session object plus the projection by role.
-pub fn to_json(rel: &str, a: &SessionAnalysis) -> Value {
-    let mut m = super::json::session_json(rel, a, &super::json::overview(rel, a));
-    let roles: Vec<Value> = a
-        .role_tokens
-        .iter()
-        .map(|(r, n, t)| json!({"role": r, "messages": n, "estimatedTokens": t}))
-        .collect();
-    m.insert("projectionByRole".into(), roles.into());
-    Value::Object(m)
+/// The inspect report as JSON: the session's facts plus the projection by role.
+pub fn to_json(rel: &str, a: &SessionAnalysis) -> impl serde::Serialize {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Inspect {
+        #[serde(flatten)]
+        facts: SessionFacts,
+        projection_by_role: Vec<RoleTokens>,
+    }
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct RoleTokens {
+        role: String,
+        messages: u64,
+        estimated_tokens: f64,
+    }
+    Inspect {
+        facts: SessionFacts::of(rel, a),
+        projection_by_role: a
+            .role_tokens
+            .iter()
+            .map(|(role, messages, t)| RoleTokens {
+                role: role.clone(),
+                messages: *messages,
+                estimated_tokens: *t,
+            })
+            .collect(),
+    }
+}
+
+/// A value of the facts as a cell shows it: text as it is (made safe), `null` as `-`.
+fn shown(v: &Value) -> String {
+    match v {
+        Value::String(s) => terminal_safe(s),
+        Value::Null => "-".into(),
+        other => terminal_safe(&other.to_string()),
+    }
+}
+
+fn shown_text(v: Option<&str>) -> String {
+    v.map_or_else(|| "-".into(), terminal_safe)
 }
 
 /// The inspect report for a terminal.
 pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io::Result<()> {
-    let ov = super::json::overview(path, a);
-    let j = super::json::session_json(path, a, &ov);
-    let s = |k: &str| {
-        j.get(k).map_or_else(String::new, |v| match v {
-            Value::String(s) => terminal_safe(s),
-            Value::Null => "-".into(),
-            other => terminal_safe(&other.to_string()),
-        })
-    };
+    let facts = SessionFacts::of(path, a);
+    overview(out, path, a, &facts)?;
+    roles_table(out, a)?;
+    usage_table(out, a)?;
+    if !facts.compaction_effects.is_empty() {
+        effects_table(out, &facts.compaction_effects)?;
+    }
+    damage_line(out, a)
+}
+
+/// What the session is, what it cost, what the model sees.
+fn overview(out: &mut impl Write, path: &str, a: &SessionAnalysis, f: &SessionFacts) -> std::io::Result<()> {
     writeln!(out, "{}", terminal_safe(path))?;
     writeln!(
         out,
         "  session   {}  (version {}, migrated from {})",
-        s("sessionId"),
-        s("version"),
-        s("migratedFrom")
+        shown_text(f.session_id.as_deref()),
+        shown(&f.version.0),
+        shown(&f.migrated_from.0)
     )?;
-    writeln!(out, "  project   {}", s("project"))?;
-    writeln!(out, "  name      {}", s("name"))?;
-    writeln!(out, "  parent    {}", s("parentSession"))?;
-    writeln!(out, "  activity  {} → {}", s("startedAt"), s("lastActivityAt"))?;
-    writeln!(out, "  models    {}", terminal_safe(&ov.models.join(", ")))?;
+    writeln!(out, "  project   {}", terminal_safe(&f.project))?;
+    writeln!(out, "  name      {}", shown_text(f.name.as_deref()))?;
+    writeln!(out, "  parent    {}", shown(&f.parent_session.0))?;
+    writeln!(
+        out,
+        "  activity  {} → {}",
+        shown_text(f.started_at.as_deref()),
+        shown_text(f.last_activity_at.as_deref())
+    )?;
+    writeln!(out, "  models    {}", terminal_safe(&f.models.join(", ")))?;
     writeln!(
         out,
         "  entries   {} ({} on the active path, {} off it, {} roots)",
@@ -78,10 +119,12 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
         out,
         "  context   {ctx}, {} messages projected, thinking {}",
         a.projected_message_count,
-        s("thinkingLevel")
+        shown(&f.thinking_level.0)
     )?;
-    writeln!(out)?;
+    writeln!(out)
+}
 
+fn roles_table(out: &mut impl Write, a: &SessionAnalysis) -> std::io::Result<()> {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED)
         .set_header(vec!["Projected role", "Messages", "Est. tokens"]);
@@ -92,8 +135,10 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
             Cell::new(tokens(tok)).set_alignment(CellAlignment::Right),
         ]);
     }
-    writeln!(out, "{t}")?;
+    writeln!(out, "{t}")
+}
 
+fn usage_table(out: &mut impl Write, a: &SessionAnalysis) -> std::io::Result<()> {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED)
         .set_header(vec!["Usage group", "Tokens", "Cost"]);
@@ -104,48 +149,41 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
             Cell::new(usd(r.cost.to_number())).set_alignment(CellAlignment::Right),
         ]);
     }
-    writeln!(out, "{t}")?;
+    writeln!(out, "{t}")
+}
 
-    if !a.effects.is_empty() {
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED).set_header(vec![
-            "Compaction",
-            "Active",
-            "Tokens before",
-            "Est. after",
-            "Summarized",
-            "Kept",
-            "Summary cost",
+fn effects_table(out: &mut impl Write, effects: &[Effect]) -> std::io::Result<()> {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(vec![
+        "Compaction",
+        "Active",
+        "Tokens before",
+        "Est. after",
+        "Summarized",
+        "Kept",
+        "Summary cost",
+    ]);
+    let count = |n: Option<u64>| n.map_or_else(|| "-".into(), |n| n.to_string());
+    for e in effects {
+        let after = e.estimated_tokens_after.as_ref().map_or(Value::Null, JsVal::to_json);
+        let cost = match e.usage_cost {
+            JsVal::Num(c) if c.is_finite() => usd(c),
+            _ => "-".into(),
+        };
+        t.add_row(vec![
+            Cell::new(shown(&e.id.0)),
+            Cell::new(e.on_active_path),
+            Cell::new(shown(&e.tokens_before.0)).set_alignment(CellAlignment::Right),
+            Cell::new(shown(&after)).set_alignment(CellAlignment::Right),
+            Cell::new(count(e.entries_summarized)).set_alignment(CellAlignment::Right),
+            Cell::new(count(e.entries_kept)).set_alignment(CellAlignment::Right),
+            Cell::new(cost).set_alignment(CellAlignment::Right),
         ]);
-        let effects = j
-            .get("compactionEffects")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        for e in effects {
-            let f = |k: &str| match e.get(k) {
-                None | Some(Value::Null) => "-".to_string(),
-                Some(Value::String(s)) => terminal_safe(s),
-                Some(v) => terminal_safe(&v.to_string()),
-            };
-            t.add_row(vec![
-                Cell::new(f("id")),
-                Cell::new(f("onActivePath")),
-                Cell::new(f("tokensBefore")).set_alignment(CellAlignment::Right),
-                Cell::new(f("estimatedTokensAfter")).set_alignment(CellAlignment::Right),
-                Cell::new(f("entriesSummarized")).set_alignment(CellAlignment::Right),
-                Cell::new(f("entriesKept")).set_alignment(CellAlignment::Right),
-                Cell::new(
-                    e.get("usageCost")
-                        .and_then(Value::as_f64)
-                        .map_or_else(|| "-".into(), usd),
-                )
-                .set_alignment(CellAlignment::Right),
-            ]);
-        }
-        writeln!(out, "{t}")?;
     }
+    writeln!(out, "{t}")
+}
 
+fn damage_line(out: &mut impl Write, a: &SessionAnalysis) -> std::io::Result<()> {
     let d = &a.stats;
     writeln!(
         out,

@@ -3,6 +3,8 @@
 pub mod compactions;
 pub mod inspect;
 pub mod json;
+
+pub use json::sessions_document;
 pub mod rollup;
 pub mod table;
 
@@ -135,59 +137,6 @@ pub fn usd(c: f64) -> String {
     } else {
         format!("${c:.2}")
     }
-}
-
-/// The `sessions --json` document: sessions, rejected files, scan issues and corpus totals.
-pub fn sessions_document(out: &mut impl std::io::Write, c: &crate::corpus::Corpus) -> std::io::Result<()> {
-    use serde_json::json;
-    let num = crate::js::num_json;
-    let t = &c.totals;
-    // Streamed item by item: the sessions are not copied into one document first.
-    fn list<'a, T: serde::Serialize + 'a>(
-        out: &mut impl std::io::Write,
-        items: impl Iterator<Item = &'a T>,
-    ) -> std::io::Result<()> {
-        out.write_all(b"[")?;
-        for (i, item) in items.enumerate() {
-            if i > 0 {
-                out.write_all(b",")?;
-            }
-            serde_json::to_writer(&mut *out, item)?;
-        }
-        out.write_all(b"]")
-    }
-    out.write_all(b"{\"sessions\":[")?;
-    for (i, s) in c.sessions.iter().enumerate() {
-        if i > 0 {
-            out.write_all(b",")?;
-        }
-        c.write_object(s, out)?;
-    }
-    out.write_all(b"]")?;
-    out.write_all(b",\"rejected\":")?;
-    list(out, c.rejected.iter().map(|r| &r.json))?;
-    out.write_all(b",\"issues\":")?;
-    list(out, c.issues.iter())?;
-    let totals = json!({
-        "sessions": c.sessions.len(),
-        "rejectedFiles": c.rejected.len(),
-        "notSessionFiles": c.not_sessions().count(),
-        "damagedFiles": c.damaged(),
-        "bytes": c.bytes,
-        "input": num(t.input),
-        "output": num(t.output),
-        "cacheRead": num(t.cache_read),
-        "cacheWrite": num(t.cache_write),
-        "total": num(t.tokens()),
-        "cost": num(t.cost),
-        "billedCalls": c.calls,
-        "inheritedCalls": c.inherited_calls,
-        "naiveTotal": num(c.naive_totals.tokens()),
-        "naiveCost": num(c.naive_totals.cost),
-    });
-    out.write_all(b",\"totals\":")?;
-    serde_json::to_writer(&mut *out, &totals)?;
-    out.write_all(b"}\n")
 }
 
 /// Any frame as a terminal table (`pisa query`): nulls blank, numbers right-aligned.

@@ -42,9 +42,8 @@ pub fn sessions(
     let mut order: Vec<&crate::corpus::SessionSummary> = corpus.sessions.iter().collect();
     order.sort_by(|a, b| {
         a.row
-            .overview
             .last_activity
-            .cmp(&b.row.overview.last_activity)
+            .cmp(&b.row.last_activity)
             .then_with(|| a.rel.cmp(&b.rel))
     });
     for s in order {
@@ -56,11 +55,11 @@ pub fn sessions(
             usd(r.totals.cost)
         };
         table.add_row(vec![
-            Cell::new(terminal_safe(&r.overview.project)),
+            Cell::new(terminal_safe(&r.project)),
             Cell::new(terminal_safe(r.name.as_deref().unwrap_or(""))),
-            Cell::new(minute(r.overview.started.as_deref(), tz)),
-            Cell::new(minute(r.overview.last_activity.as_deref(), tz)),
-            Cell::new(terminal_safe(&r.overview.models.join(", "))),
+            Cell::new(minute(r.started.as_deref(), tz)),
+            Cell::new(minute(r.last_activity.as_deref(), tz)),
+            Cell::new(terminal_safe(&r.models.join(", "))),
             Cell::new(r.messages).set_alignment(CellAlignment::Right),
             Cell::new(tokens(r.totals.tokens())).set_alignment(CellAlignment::Right),
             Cell::new(cost).set_alignment(CellAlignment::Right),
@@ -106,8 +105,7 @@ pub fn footer(out: &mut impl Write, c: &Corpus) -> std::io::Result<()> {
     }
     // Files Pi would not load, apart from those pisa could not read (or that changed or went
     // away while it did), which count with the folders and links it could not scan.
-    let status = |r: &&crate::corpus::RejectedFile| r.json["status"].as_str().unwrap_or("").to_string();
-    let count = |s: &str| c.rejected.iter().filter(|r| status(r) == s).count();
+    let count = |s: &str| c.rejected.iter().filter(|r| r.record.status.name() == s).count();
     let (changed, gone) = (count("changed"), count("gone"));
     let not_sessions = c.not_sessions().count();
     write!(

@@ -14,6 +14,12 @@ fn sample() -> PathBuf {
     repo().join("datasets").join("sample")
 }
 
+/// A folder scanned through the library with the usage frame's rows.
+fn scan_rows(dir: &Path) -> (pisa::Corpus, Vec<pisa::frame::UsageColumns>) {
+    let roots = [dir.to_path_buf()];
+    pisa::corpus::scan(&roots, &pisa::frame::UsageRows, &pisa::corpus::Quiet, None).expect("the scan runs")
+}
+
 fn read_parquet(path: &Path) -> DataFrame {
     let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     ParquetReader::new(file).finish().expect("readable Parquet")
@@ -253,8 +259,8 @@ fn breakdown_rows_add_up_to_their_row() {
 fn exports_read_back_with_the_documented_types() {
     let d = sample();
     let out = export(&d, &["--source", "test-machine"]);
-    let mut corpus = pisa::corpus::scan(std::slice::from_ref(&d), pisa::corpus::Keep { rows: true }, None).unwrap();
-    let frames = pisa::frame::Frames::build(&mut corpus, "test-machine").unwrap();
+    let (corpus, parts) = scan_rows(&d);
+    let frames = pisa::frame::Frames::build(&corpus, parts, "test-machine").unwrap();
     let schemas = [
         ("usage", pisa::frame::USAGE),
         ("sessions", pisa::frame::SESSIONS),
@@ -342,8 +348,8 @@ fn monthly_partitions_form_one_table_and_replace_the_previous_export() {
         "stale partition kept: {months:?}"
     );
     assert!(months.len() >= 2);
-    let mut corpus = pisa::corpus::scan(&[d], pisa::corpus::Keep { rows: true }, None).unwrap();
-    let frames = pisa::frame::Frames::build(&mut corpus, "test-machine").unwrap();
+    let (corpus, parts) = scan_rows(&d);
+    let frames = pisa::frame::Frames::build(&corpus, parts, "test-machine").unwrap();
     assert_eq!(rows, frames.usage.height());
 }
 

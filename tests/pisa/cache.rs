@@ -248,8 +248,9 @@ fn spills_are_reused_bounded_and_checked() {
     assert_eq!(first.len(), 1, "one run, one spill: {first:?}");
     let size = std::fs::metadata(&first[0]).unwrap().len();
     let index = cache.path().join("index.bin");
+    // The index holds a summary per file (its table row); the facts and calls are in the spill.
     assert!(
-        std::fs::metadata(&index).unwrap().len() * 4 < size,
+        std::fs::metadata(&index).unwrap().len() < size,
         "the bulk is in the spill, not in the index"
     );
     // Unchanged: nothing written, not even by a command that wants rows.

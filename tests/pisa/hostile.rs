@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use pisa::analyze::{FileAnalysis, analyze_bytes};
-use pisa::corpus::{self, Keep};
+use pisa::corpus::{self, NoRows, Quiet};
 use pisa::parse::Scratch;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
@@ -242,26 +242,9 @@ fn neighbours() -> &'static Vec<(String, Vec<u8>)> {
     })
 }
 
-/// `corpus::scan` gives the corpus, or a `Result` of it where the scan can fail as a whole.
-trait ScanOutcome {
-    fn corpus(self) -> corpus::Corpus;
-}
-
-impl ScanOutcome for corpus::Corpus {
-    fn corpus(self) -> corpus::Corpus {
-        self
-    }
-}
-
-impl<E: std::fmt::Debug> ScanOutcome for Result<corpus::Corpus, E> {
-    fn corpus(self) -> corpus::Corpus {
-        self.expect("the scan runs")
-    }
-}
-
 /// The `sessions --json` objects of a folder, by path, through the library (no process).
 fn scan_sessions(dir: &Path) -> std::collections::BTreeMap<String, Map<String, Value>> {
-    let c = corpus::scan(&[dir.to_path_buf()], Keep::default(), None).corpus();
+    let (c, _) = corpus::scan(&[dir.to_path_buf()], &NoRows, &Quiet, None).expect("the scan runs");
     let mut out = Vec::new();
     pisa::report::sessions_document(&mut out, &c).expect("render");
     let doc: Value = serde_json::from_slice(&out).expect("sessions --json is JSON");

@@ -565,8 +565,8 @@ fn names_that_are_not_utf8_stay_distinct_and_outputs_stay_utf8() {
         ]
     );
     assert_ne!(
-        pisa::cache::key(&p.join(name(b"a\xff.jsonl"))),
-        pisa::cache::key(&p.join(name(b"a\xfe.jsonl")))
+        pisa::corpus::cache::key(&p.join(name(b"a\xff.jsonl"))),
+        pisa::corpus::cache::key(&p.join(name(b"a\xfe.jsonl")))
     );
     assert!(
         doc["issues"][0]["path"]
@@ -638,6 +638,7 @@ fn files_and_folders_without_read_permission_are_reported_with_a_reason() {
     std::fs::write(closed.join("inside.jsonl"), session_text("s-3", "/p", "three", "m")).unwrap();
     std::fs::set_permissions(p.join("locked.jsonl"), std::fs::Permissions::from_mode(0o000)).unwrap();
     std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o000)).unwrap();
+    // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     let mut args: Vec<&OsStr> = Vec::new();
     let bin = assert_cmd::cargo::cargo_bin("pisa");

@@ -1,0 +1,377 @@
+//! A whole directory: every file through [`analyze`](crate::analyze) in parallel, then the
+//! cross-session figures (fork deduplication, parents found in the corpus, totals).
+//!
+//! - [`worker`]: one file on one core, into plain data: a session's [`SessionFacts`], its
+//!   billed calls and a [`SessionSummary`], or a [`FileRecord`]; rows for frames go into the
+//!   worker's own part of a [`Rows`] sink.
+//! - [`cached`]: the same through the [`cache`], which keeps what was learnt of each file.
+//! - [`spill`]: where a session's facts and calls wait for the cross-session step, so memory
+//!   does not grow with the corpus.
+//! - [`dedup`]: each billed call counted once across sessions (forks copy their parent's).
+//!
+//! Each worker keeps its own [`Scratch`] and rows part; a file's bytes are read, analysed and
+//! dropped before the next file. Nothing here renders: reports read the corpus afterwards.
+
+pub mod cache;
+mod cached;
+mod dedup;
+pub mod spill;
+mod worker;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rayon::prelude::*;
+
+use crate::analyze::{FileRecord, FileStatus, SessionAnalysis, SessionFacts};
+use crate::error::ScanIssue;
+use crate::parse::Scratch;
+use crate::scan::{self, FoundFile};
+use crate::usage::Totals;
+use cache::Cache;
+use spill::{Span, Spill};
+
+/// Where a worker keeps what the corpus step needs of each session besides its facts: for
+/// the frames, its usage rows. Each worker has a part of its own; a session's rows are a
+/// range of one part ([`RowSpan`]).
+pub trait Rows: Sync {
+    /// One worker's rows.
+    type Part: Default + Send;
+    /// Whether rows are kept at all (else files unchanged since the cache's record are not
+    /// read again).
+    const WANTED: bool;
+    /// Add the rows of one session to `part`; the range they took. Each row must be added
+    /// whole or not at all (a panic in a worker loses its file, not the part's alignment).
+    fn add(&self, part: &mut Self::Part, session: &SessionRef<'_>, a: &SessionAnalysis) -> std::ops::Range<u32>;
+}
+
+/// What a [`Rows`] sink knows of the session whose rows it adds.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionRef<'a> {
+    /// Relative to the scanned folder.
+    pub rel: &'a str,
+    pub session_id: Option<&'a str>,
+    pub project: &'a str,
+}
+
+/// No rows: the sessions and their totals only.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoRows;
+
+impl Rows for NoRows {
+    type Part = ();
+    const WANTED: bool = false;
+    fn add(&self, _: &mut (), _: &SessionRef<'_>, _: &SessionAnalysis) -> std::ops::Range<u32> {
+        0..0
+    }
+}
+
+/// Where a session's rows are: a range of one worker's part.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowSpan {
+    /// The part (as returned by [`scan`]).
+    pub part: u32,
+    pub start: u32,
+    pub len: u32,
+}
+
+/// Told how a scan goes (a progress bar).
+pub trait Progress: Sync {
+    /// The files were found.
+    fn started(&self, _files: usize, _bytes: u64) {}
+    /// A file of `bytes` bytes is done.
+    fn done(&self, _bytes: u64) {}
+}
+
+/// No progress shown.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Quiet;
+
+impl Progress for Quiet {}
+
+/// One compaction entry's effect, with what the frames need to place it.
+#[derive(Debug, Clone)]
+pub struct CompactionRow {
+    pub entry_index: u32,
+    pub entry_id: Option<String>,
+    pub timestamp: Option<Box<str>>,
+    pub on_active_path: bool,
+    pub tokens_before: Option<f64>,
+    pub estimated_tokens_after: Option<f64>,
+    pub entries_summarized: Option<u64>,
+    pub entries_kept: Option<u64>,
+    pub path_length: Option<u64>,
+    pub retains_none: bool,
+    pub has_system_message: bool,
+    pub first_kept_entry_id: Option<String>,
+    /// `input + output + cacheRead + cacheWrite` of its own usage, when it has one.
+    pub usage_tokens: Option<f64>,
+    pub usage_cost: Option<f64>,
+    /// The model of the latest assistant answer before it in the file: the model that
+    /// wrote the summary when the compaction carries no usage of its own.
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub identity: u128,
+    /// An earlier session holds the same compaction (a fork's copy).
+    pub inherited: bool,
+}
+
+/// What stays in memory of one accepted session after its worker is done. The cache keeps
+/// it as its worker left it (the spans, rows and compactions excepted).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct SessionSummary {
+    pub rel: String,
+    pub path: PathBuf,
+    /// Its [`SessionFacts`] in the corpus's spill ([`Corpus::facts`]).
+    #[serde(skip)]
+    pub facts: Span,
+    /// The identities of its billed calls, in file order, in the spill.
+    #[serde(skip)]
+    pub identities: Span,
+    /// The totals of each billed call, in the spill.
+    #[serde(skip)]
+    pub call_totals: Span,
+    /// Billed calls.
+    #[serde(skip)]
+    pub calls: u64,
+    /// Indices of the calls an earlier session holds too (set by the corpus step).
+    #[serde(skip)]
+    pub inherited: Vec<u32>,
+    /// Header `id`.
+    pub session_id: Option<String>,
+    /// `parentSession` as a string, when it is truthy.
+    pub parent_session: Option<String>,
+    /// The scanned file that `parentSession` names (set by the corpus step).
+    pub parent_in_corpus: Option<String>,
+    /// Its rows in the [`Rows`] sink's parts.
+    #[serde(skip)]
+    pub rows: RowSpan,
+    /// One row per compaction entry, in file order (only when [`Rows::WANTED`]).
+    #[serde(skip)]
+    pub compactions: Vec<CompactionRow>,
+    /// Header timestamp (Unix ms), for choosing the owner of copied history.
+    pub started_ms: Option<f64>,
+    pub damaged: bool,
+    /// For the table.
+    pub row: Row,
+}
+
+/// The figures a terminal table row shows.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Row {
+    /// Header `cwd`, else the folder name decoded.
+    pub project: String,
+    pub name: Option<String>,
+    /// ISO 8601 UTC, as in the facts.
+    pub started: Option<String>,
+    pub last_activity: Option<String>,
+    pub models: Vec<String>,
+    pub messages: u64,
+    /// Pi's totals (copied fork history included).
+    pub totals: Totals,
+    /// Billed calls this session owns (not copied from an earlier session).
+    pub own: Totals,
+    pub context_tokens: Option<f64>,
+    pub compactions: u64,
+}
+
+/// A file Pi refuses, or that could not be read.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RejectedFile {
+    /// Where it is.
+    pub path: PathBuf,
+    pub record: FileRecord,
+}
+
+impl RejectedFile {
+    /// Relative to the scanned folder.
+    pub fn rel(&self) -> &str {
+        &self.record.path
+    }
+}
+
+/// The result of scanning a corpus.
+#[derive(Debug, Clone, Default)]
+pub struct Corpus {
+    /// Accepted sessions, sorted by relative path (UTF-16 order, like the oracle).
+    pub sessions: Vec<SessionSummary>,
+    pub rejected: Vec<RejectedFile>,
+    pub issues: Vec<ScanIssue>,
+    pub bytes: u64,
+    /// Sum over every billed call counted once.
+    pub totals: Totals,
+    /// Sum of Pi's per-session totals (copied fork history counted again).
+    pub naive_totals: Totals,
+    pub inherited_calls: u64,
+    pub calls: u64,
+    /// Where the sessions' facts and calls wait (see [`spill`]).
+    pub spill: Arc<Spill>,
+}
+
+impl Corpus {
+    /// Files with skipped lines or parent loops.
+    pub fn damaged(&self) -> usize {
+        self.sessions.iter().filter(|s| s.damaged).count()
+    }
+
+    /// Whether anything that may hold billed usage was skipped: a damaged session, a session
+    /// Pi cannot load, a file or folder that could not be read (exit code 2). Files that are
+    /// not sessions do not count.
+    pub fn skipped_anything(&self) -> bool {
+        self.rejected.iter().any(|r| !r.record.not_session()) || !self.issues.is_empty() || self.damaged() > 0
+    }
+
+    /// Files Pi refuses that are not sessions at all (see [`FileRecord::not_session`]).
+    pub fn not_sessions(&self) -> impl Iterator<Item = &RejectedFile> {
+        self.rejected.iter().filter(|r| r.record.not_session())
+    }
+
+    /// The facts of one of its sessions, read back from the spill.
+    pub fn facts(&self, s: &SessionSummary) -> std::io::Result<SessionFacts> {
+        let bytes = self.spill.get(s.facts)?;
+        postcard::from_bytes(&bytes).map_err(std::io::Error::other)
+    }
+}
+
+impl SessionSummary {
+    /// Calls copied from an earlier session (after the corpus step).
+    pub fn inherited_calls(&self) -> u64 {
+        self.inherited.len() as u64
+    }
+
+    /// Whether each call is copied from an earlier session, in file order.
+    pub fn inherited_flags(&self) -> impl Iterator<Item = bool> + '_ {
+        let mut inherited = self.inherited.iter().peekable();
+        (0..self.calls as u32).map(move |k| inherited.next_if_eq(&&k).is_some())
+    }
+}
+
+/// Find the session files under `roots` and analyse them, through `cache` when given (the
+/// result is the same without it). Returns the corpus and the parts of `rows`, which its
+/// sessions' [`RowSpan`]s point into.
+pub fn scan<R: Rows>(
+    roots: &[PathBuf],
+    rows: &R,
+    progress: &dyn Progress,
+    cache: Option<&Cache>,
+) -> Result<(Corpus, Vec<R::Part>), crate::Error> {
+    let found = scan::discover(roots);
+    progress.started(found.files.len(), found.files.iter().map(|f| f.size).sum());
+    let (mut corpus, parts) = analyze_files(&found.files, rows, progress, cache)?;
+    corpus.issues.extend(found.issues);
+    Ok((corpus, parts))
+}
+
+/// A core's buffers and rows, kept from file to file.
+#[derive(Default)]
+struct Slot<P> {
+    scratch: Scratch,
+    part: P,
+}
+
+/// Analyse the given files (largest first is best) in parallel.
+pub fn analyze_files<R: Rows>(
+    files: &[FoundFile],
+    rows: &R,
+    progress: &dyn Progress,
+    cache: Option<&Cache>,
+) -> Result<(Corpus, Vec<R::Part>), crate::Error> {
+    let bytes = AtomicU64::new(0);
+    let spill = Arc::new(cache.map_or_else(Spill::new, Cache::spill));
+    let slots: Vec<Mutex<Slot<R::Part>>> = (0..rayon::current_num_threads()).map(|_| Mutex::default()).collect();
+    // Parts of the slots made for a file whose core's own slot was in use.
+    let extra: Mutex<Vec<R::Part>> = Mutex::default();
+    let work = worker::Work {
+        rows,
+        cache,
+        spill: &spill,
+    };
+    let outcomes: Vec<worker::Settled> = files
+        .par_iter()
+        // One file per task: an idle core can take any file not yet begun. With runs of files
+        // that one core works through alone, the other waited up to a fifth of a scan at its end.
+        .with_max_len(1)
+        .map(|f| {
+            let out = with_slot(&slots, &extra, |slot, id| {
+                analyze_one(&work, f, &mut slot.scratch, &mut slot.part, id)
+            });
+            bytes.fetch_add(f.size, Ordering::Relaxed);
+            progress.done(f.size);
+            out
+        })
+        .collect();
+    let mut corpus = Corpus {
+        bytes: bytes.into_inner(),
+        spill,
+        ..Default::default()
+    };
+    for o in outcomes {
+        match o {
+            worker::Settled::Session(s) => corpus.sessions.push(*s),
+            worker::Settled::Rejected(r) => corpus.rejected.push(*r),
+        }
+    }
+    corpus.finish().map_err(|cause| crate::Error::Spill { cause })?;
+    let mut parts: Vec<R::Part> = slots
+        .into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).part)
+        .collect();
+    parts.extend(extra.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner));
+    Ok((corpus, parts))
+}
+
+/// Analyse one file; its rows go to `part`, numbered `part_id`. A panic (a bug in pisa)
+/// costs only this file, which is reported.
+fn analyze_one<R: Rows>(
+    work: &worker::Work<'_, R>,
+    f: &FoundFile,
+    scratch: &mut Scratch,
+    part: &mut R::Part,
+    part_id: u32,
+) -> worker::Settled {
+    let run = || match work.cache {
+        Some(c) => cached::analyze(work, f, scratch, part, c),
+        None => match worker::read(f, None, scratch) {
+            Ok((parsed, _, _)) => work.outcome(f, parsed, part).settle(work.spill).0,
+            Err(e) => worker::unreadable(f, e).settle(work.spill).0,
+        },
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(worker::Settled::Session(mut s)) => {
+            s.rows.part = part_id;
+            worker::Settled::Session(s)
+        }
+        Ok(settled) => settled,
+        Err(payload) => {
+            // The scratch buffers may hold anything now: start them afresh.
+            *scratch = Scratch::default();
+            let what = crate::error::panic_text(&*payload);
+            let reason = format!("internal error in pisa while reading this file ({what}); please report it");
+            worker::Settled::Rejected(Box::new(worker::record(f, FileStatus::Failed, reason)))
+        }
+    }
+}
+
+/// Run `f` with this core's slot, or, when it is in use (this core took up a file while
+/// waiting for help with another, see `FileParser::lines_parallel`), with a fresh one whose
+/// rows part is kept apart. `f` gets the slot and its part's number.
+fn with_slot<P: Default + Send, T>(
+    slots: &[Mutex<Slot<P>>],
+    extra: &Mutex<Vec<P>>,
+    f: impl FnOnce(&mut Slot<P>, u32) -> T,
+) -> T {
+    let own = rayon::current_thread_index().and_then(|i| Some((i, slots.get(i)?.try_lock().ok()?)));
+    if let Some((i, mut slot)) = own {
+        return f(&mut slot, i as u32);
+    }
+    let id = {
+        let mut extra = extra.lock().expect("rows lock");
+        extra.push(P::default());
+        slots.len() + extra.len() - 1
+    };
+    let mut slot = Slot::default();
+    let out = f(&mut slot, id as u32);
+    extra.lock().expect("rows lock")[id - slots.len()] = slot.part;
+    out
+}
