@@ -3,9 +3,10 @@
 //! Data flows one way: [`scan`] finds files, [`parse`] turns bytes into typed entries the
 //! way Pi's loader does, [`tree`] migrates and indexes them, [`project`] computes what the
 //! model saw and Pi's token estimate, [`usage`] collects every billed usage record, and
-//! [`report`] renders. [`analyze`] runs one file through every stage; [`corpus`] runs a
-//! whole directory in parallel and adds the cross-session figures (forks counted once);
-//! [`cache`] keeps what was learnt of each file so that a re-scan parses only what changed.
+//! [`report`] renders. [`analyze`] runs one file through every stage into plain data
+//! ([`analyze::SessionFacts`]); [`corpus`] runs a whole directory in parallel and adds the
+//! cross-session figures (forks counted once), through a cache that keeps what was learnt of
+//! each file so that a re-scan parses only what changed; [`frame`] makes Polars frames of it.
 //!
 //! The reference for every rule is Pi's own code (`@earendil-works/pi-coding-agent` 1.6.0);
 //! [`js`] holds the JavaScript semantics that code relies on.

@@ -1,13 +1,13 @@
 //! A whole directory: every file through [`analyze`](crate::analyze) in parallel, then the
 //! cross-session figures (fork deduplication, parents found in the corpus, totals).
 //!
-//! - [`worker`]: one file on one core, into plain data: a session's [`SessionFacts`], its
+//! - `worker`: one file on one core, into plain data: a session's [`SessionFacts`], its
 //!   billed calls and a [`SessionSummary`], or a [`FileRecord`]; rows for frames go into the
 //!   worker's own part of a [`Rows`] sink.
-//! - [`cached`]: the same through the [`cache`], which keeps what was learnt of each file.
+//! - `cached`: the same through the [`cache`], which keeps what was learnt of each file.
 //! - [`spill`]: where a session's facts and calls wait for the cross-session step, so memory
 //!   does not grow with the corpus.
-//! - [`dedup`]: each billed call counted once across sessions (forks copy their parent's).
+//! - `dedup`: each billed call counted once across sessions (forks copy their parent's).
 //!
 //! Each worker keeps its own [`Scratch`] and rows part; a file's bytes are read, analysed and
 //! dropped before the next file. Nothing here renders: reports read the corpus afterwards.
@@ -70,7 +70,7 @@ impl Rows for NoRows {
 /// Where a session's rows are: a range of one worker's part.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RowSpan {
-    /// The part (as returned by [`scan`]).
+    /// The part (as returned by [`scan()`]).
     pub part: u32,
     pub start: u32,
     pub len: u32,

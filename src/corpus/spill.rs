@@ -6,7 +6,7 @@
 //! 1.5 to 3 GB); written here, what stays in memory per session is a few spans. Without a
 //! cache the file has no name (`tempfile::tempfile`, `$TMPDIR`) and is gone when pisa exits,
 //! however it exits. With one, it is made in the cache folder and kept when the cache points
-//! into it (see [`crate::cache`]): a file unchanged since an earlier run has its bulk read from
+//! into it (see [`super::cache`]): a file unchanged since an earlier run has its bulk read from
 //! that run's spill, neither decoded nor written again.
 //! Workers write concurrently: each reserves its range with an atomic add and writes there.
 //! When no temporary file can be made or written (no `$TMPDIR`, a full disk), the bytes are

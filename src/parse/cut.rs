@@ -63,7 +63,7 @@ enum Payload {
 /// wrote: pisa needs only their lengths (in UTF-16 units, and as `JSON.stringify` writes
 /// them), which are measured here, once, without simd-json copying and unescaping the bytes.
 /// A payload becomes the string `"\u0000<units>_<json>"`, the arguments of a tool call written
-/// as Pi writes it `"\u0000=<json>"` (see [`tool_call_arguments`], [`Cut`]).
+/// as Pi writes it `"\u0000=<json>"` (see `tool_call_arguments`, [`Cut`]).
 /// Returns whether anything was cut.
 ///
 /// Only sure cases are cut, so that the cut line is valid JSON exactly when the line is, and

@@ -252,7 +252,7 @@ const MAX_OBJECT_KEYS: usize = 32;
 /// back differently in length, `None`: whitespace between tokens, a repeated key (`JSON.parse`
 /// keeps one), a key with an escape (a repeat could hide behind it), a number not in its
 /// shortest form (`1.0`, `1e2`, `-0`), a string [`json_string`] does not take, nesting deeper
-/// than [`MAX_OBJECT_DEPTH`] or an object of more than [`MAX_OBJECT_KEYS`] keys. The order of
+/// than `MAX_OBJECT_DEPTH` (32) or an object of more than `MAX_OBJECT_KEYS` (32) keys. The order of
 /// keys (`JSON.stringify` puts integer-like ones first) changes no length.
 pub fn json_object(bytes: &[u8]) -> Option<(usize, u64)> {
     if bytes.first() != Some(&b'{') {
