@@ -4,9 +4,11 @@
     python3 datasets/generate.py --out DIR --seed S (--sessions N | --bytes SIZE) [--scale small|realistic]
 
 Writes DIR/--<encoded cwd>--/<ISO time>_<session id>.jsonl files the way Pi 1.6.0 writes them
-(JavaScript JSON.stringify formatting and key order), plus DIR/manifest.json describing what was
-injected into every file. Same arguments, same bytes. Python 3.11 standard library only.
-See datasets/README.md for the feature list.
+(JavaScript JSON.stringify formatting and key order), next to some of them the child sessions and
+transcript artifacts of the pi-subagents extension, and DIR/manifest.json describing what was
+injected into every file and which distinct billed API calls the corpus holds (`truth`). Same
+arguments, same bytes. Python 3.11 standard library only.
+See datasets/README.md for the feature list and the rules of `truth`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import multiprocessing
 from collections import Counter, deque
 
 GENERATOR = "pisa-datasets/generate.py"
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 HOME = "/Users/mira"
 SESSIONS_ROOT = HOME + "/.pi/agent/sessions"  # what parentSession paths point into
 
@@ -312,6 +314,8 @@ def usage_json(model, inp, out, cr, cw, *, cw1h=None, reasoning=None, style=None
     return '{"input":%d,"output":%d,"cacheRead":%d,"cacheWrite":%d,"reasoning":%d,"totalTokens":%d,"cost":%s}' % (
         inp, out, cr, cw, reasoning or 0, tt, cost)
 
+
+_USAGE_HEAD = re.compile(r'\{"input":(\d+),"output":(\d+),"cacheRead":(\d+),"cacheWrite":(\d+),')
 
 ZERO_USAGE_V3 = ('{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,'
                  '"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}')
@@ -713,6 +717,16 @@ class Session:
         self.want = set()  # features to produce at the next opportunity (showcase sessions)
         self.quiet = False  # showcase sessions that only do their forced events
         self.comp_first_kept = {}  # compaction id -> its firstKeptEntryId
+        # the truth of the billed calls (README, "Truth"): every usage this session writes gets a call id
+        self.cid_prefix = None  # set by the generator: unique per session of the corpus
+        self.ncalls = 0
+        self.calls = {}  # call id -> (kind, timestamp, provider, model, input, output, cacheRead, cacheWrite, cost)
+        self.line_calls = {}  # line index -> the call ids its usage stands for
+        self.rel = None  # the file's path in the corpus
+        self.msg_log = None  # subagent children: [(line index, message, usage json, entry ms)] of their messages
+        self.sub_pending = []  # planned subagent calls: [(fraction of the target, number, spec)]
+        self.sub_runs = []  # what the subagent calls of this file wrote (manifest `subagentRuns`)
+        self.extra_files = []  # files written with this session: [(rel, lines, manifest row)]
 
     def want_(self, name):
         """Whether a showcase session still asks for `name`; the request is consumed."""
@@ -754,13 +768,18 @@ class Session:
         self._append_line(dumpb(h, nl=True))
         self.v1_index = 1
 
-    def add(self, etype, fields, *, usage=None, kind="other", tokens=0, parent=Ellipsis, custom_order=False, ts=None, eid=None):
-        """Append an entry as child of the leaf (or `parent`), make it the leaf."""
-        ts = iso(self.t if ts is None else ts)
+    def add(self, etype, fields, *, usage=None, kind="other", tokens=0, parent=Ellipsis, custom_order=False, ts=None, eid=None,
+            calls=None):
+        """Append an entry as child of the leaf (or `parent`), make it the leaf. A `usage` is a new
+        billed call, unless `calls` says which calls the line stands for (a subagent aggregate)."""
+        tms = self.t if ts is None else ts
+        ts = iso(tms)
         if self.era == "v1":
             d = {"type": etype, "timestamp": ts}
             d.update(fields)
             self._append_line(dumpb(d, usage, nl=True))
+            if usage is not None:
+                self.register_call(etype, fields, ts, usage)
             idx = self.v1_index
             self.v1_index += 1
             self.ctx += tokens
@@ -786,6 +805,13 @@ class Session:
             d["timestamp"] = ts
             d.update(fields)
         self._append_line(dumpb(d, usage, nl=True))
+        if calls is not None:
+            if calls:
+                self.line_calls[len(self.lines) - 1] = tuple(calls)
+        elif usage is not None:
+            self.register_call(etype, fields, ts, usage)
+        if self.msg_log is not None and etype == "message":
+            self.msg_log.append((len(self.lines) - 1, fields["message"], usage, tms))
         self.meta[eid] = [None if omit else par, kind, tokens, len(self.lines) - 1]
         self.order.append(eid)
         if par is not None and par != self.leaf:
@@ -801,6 +827,35 @@ class Session:
         else:
             self.ctx += tokens
         return eid
+
+    def register_call(self, etype, fields, ts, usage):
+        """A new billed call on the line just appended: its id, and what identifies it to a reader
+        (the message's timestamp, provider and model, or the entry's timestamp) with its figures."""
+        m = _USAGE_HEAD.match(usage)
+        i = usage.index('"total":', m.end()) + 8
+        j = i
+        while usage[j] not in ",}":
+            j += 1
+        nums = (int(m[1]), int(m[2]), int(m[3]), int(m[4]), float(usage[i:j]))
+        if etype == "message":
+            m = fields["message"]
+            key = ("message", m.get("timestamp"), m.get("provider"), m.get("model"))
+        else:
+            key = (etype, ts, fields.get("provider"), fields.get("model"))
+        cid = "%s%d" % (self.cid_prefix, self.ncalls)
+        self.ncalls += 1
+        self.calls[cid] = key + nums
+        self.line_calls[len(self.lines) - 1] = (cid,)
+        return cid
+
+    def copy_line(self, src, li):
+        """Appends line `li` of session `src` verbatim, with the calls it carries."""
+        self._append_line(src.lines[li])
+        cids = src.line_calls.get(li)
+        if cids:
+            self.line_calls[len(self.lines) - 1] = cids
+            for c in cids:
+                self.calls[c] = src.calls[c]
 
     def set_path_to(self, eid):
         chain = []
@@ -1710,7 +1765,7 @@ class Session:
         P = self.P
         ev = P.ev
         turns = 0
-        while self.size < self.target or turns < min_turns:
+        while self.size < self.target or turns < min_turns or self.sub_pending:
             turns += 1
             for ev_name in self.forced.get(turns, ()):
                 self.forced_event(ev_name)
@@ -1762,8 +1817,186 @@ class Session:
                     self.compactions + reserved < 3:
                 self.compaction()
             self.user_message()
+            if self.sub_pending and self.size >= self.sub_pending[0][0] * self.target:
+                _, k, spec = self.sub_pending.pop(0)
+                self.g.subagent_call(self, spec, k)
             self.agent_turn()
         return turns
+
+
+# --------------------------------------------------------------------------------------------
+# Subagents: the files pi-subagents (nicobailon/pi-subagents 0.67, docs/subagents.md §2) writes
+# --------------------------------------------------------------------------------------------
+
+# agent name -> the (provider, model) its child sessions run on
+SUBAGENT_AGENTS = [("worker", ("anthropic", "claude-haiku-4-5")), ("scout", ("anthropic", "claude-haiku-4-5")),
+                   ("reviewer", ("anthropic", "claude-sonnet-4-5")), ("planner", ("openai", "gpt-5-mini")),
+                   ("researcher", ("google", "gemini-2.5-flash")), ("docs.writer", ("openai", "gpt-5.1-codex"))]
+SUBAGENT_CHILD_TOOLS = ["read", "bash", "grep", "find", "ls"]
+PROMPT_REDACTED = "[prompt redacted]"
+TRANSCRIPT_PAYLOAD_MAX = 32 * 1024  # child-transcript.ts MAX_TOOL_PAYLOAD_BYTES
+TRANSCRIPT_TRUNCATION_MARKER = "\n\n… payload truncated"
+
+
+def _child(kind="fresh", child=True, transcript=True, nested=False, compaction=False):
+    return {"kind": kind, "nested": nested, "child": child, "transcript": transcript, "compaction": compaction}
+
+
+# The first sessions that may call subagents get these calls, so that every variant is in every
+# corpus of a few dozen sessions: a spec is one `subagent` tool call, one entry per child.
+SUBAGENT_COVERAGE = [
+    [{"mode": "parallel", "style": "usage", "children": [_child(compaction=True), _child(transcript=False),
+                                                         _child(child=False)]},
+     {"mode": "single", "style": "usage", "children": [_child(child=False, transcript=False)]}],
+    [{"mode": "single", "style": "usage", "children": [_child(kind="fork")]},
+     {"mode": "single", "style": "usage", "children": [_child(nested=True)]},
+     {"mode": "single", "style": "old", "children": [_child()]}],
+]
+# a nested child's own call: one grandchild, everything written
+SUBAGENT_NESTED_SPEC = {"mode": "single", "style": "usage", "children": [_child()]}
+
+
+def subagent_spec(rng):
+    """A random `subagent` call (plan time): single or parallel, usage (>= 0.59) or old style, and per
+    child its kind and which of its files stay on disk."""
+    parallel = rng.random() < 0.2
+    style = "old" if rng.random() < 0.15 else "usage"
+    children = []
+    for _ in range(rng.randint(2, 3) if parallel else 1):
+        kind, nested = "fresh", False
+        r = rng.random()
+        if not parallel and r < 0.12:
+            kind = "fork"
+        elif not parallel and r < 0.2:
+            nested = True
+        r = rng.random()
+        child, transcript = (True, True) if r < 0.6 else (True, False) if r < 0.8 else (False, True) if r < 0.9 else (False, False)
+        if style == "old" or kind == "fork" or nested:
+            child = True  # these always keep their session file
+        children.append(_child(kind, child, transcript, nested, rng.random() < 0.25))
+    return {"mode": "parallel" if parallel else "single", "style": style, "children": children}
+
+
+class Raw:
+    """JSON text that js_dumps() writes as it is."""
+
+    __slots__ = ("s",)
+
+    def __init__(self, s):
+        self.s = s
+
+
+def js_dumps(o):
+    """JSON.stringify(o) for dicts, lists, strings, numbers (floats as JavaScript prints them), Txt and Raw."""
+    t = type(o)
+    if t is dict:
+        return "{" + ",".join(_encode(k) + ":" + js_dumps(v) for k, v in o.items()) + "}"
+    if t is list or t is tuple:
+        return "[" + ",".join(js_dumps(v) for v in o) + "]"
+    if t is float:
+        return js_num(o)
+    if t is Txt:
+        return '"' + bytes(o.b).decode("utf-8") + '"'
+    if t is Raw:
+        return o.s
+    return _encode(o)
+
+
+def js_len(s):
+    """String#length: UTF-16 code units."""
+    return len(s) + sum(1 for c in s if ord(c) > 0xFFFF)
+
+
+_JS_SPACE = set("\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+
+
+def sanitize_display_text(value):
+    """pi-subagents sanitizeDisplayText for texts without escape sequences: runs of whitespace and
+    control characters become one space, none leading or trailing."""
+    out, pending = [], False
+    for ch in value:
+        cp = ord(ch)
+        if cp <= 0x20 or 0x7F <= cp <= 0x9F or ch in _JS_SPACE:
+            pending = bool(out)
+        else:
+            if pending:
+                out.append(" ")
+            out.append(ch)
+            pending = False
+    return "".join(out)
+
+
+def preview_display_text(value, n):
+    s = sanitize_display_text(value)
+    if js_len(s) <= n:
+        return s
+    out, k = [], 0
+    for ch in s:
+        w = 2 if ord(ch) > 0xFFFF else 1
+        if k + w > n - 3:
+            break
+        out.append(ch)
+        k += w
+    return "".join(out) + "..."
+
+
+def tool_args_preview(args):
+    """extractToolArgsPreview for the argument shapes of the children's tools."""
+    for key in ("command", "path", "file_path", "pattern", "query", "url", "task", "describe", "search"):
+        if isinstance(args.get(key), str):
+            return preview_display_text(args[key], 60)
+    return ""
+
+
+def bounded_payload(text):
+    """child-transcript.ts boundedPayload for a string: None when blank, cut at 32 KiB of UTF-8."""
+    if not text.strip():
+        return None
+    b = text.encode("utf-8")
+    if len(b) <= TRANSCRIPT_PAYLOAD_MAX:
+        return text
+    end = max(0, TRANSCRIPT_PAYLOAD_MAX - len(TRANSCRIPT_TRUNCATION_MARKER.encode("utf-8")))
+    while end > 0 and (b[end] & 0xC0) == 0x80:
+        end -= 1
+    return b[:end].decode("utf-8") + TRANSCRIPT_TRUNCATION_MARKER
+
+
+def js_pretty(o, ind=""):
+    """JSON.stringify(o, null, 2) for tool arguments (strings, ints, booleans, lists, dicts)."""
+    t = type(o)
+    if t is dict:
+        if not o:
+            return "{}"
+        inner = ind + "  "
+        return "{\n" + ",\n".join(inner + _encode(k) + ": " + js_pretty(v, inner) for k, v in o.items()) + "\n" + ind + "}"
+    if t is list:
+        if not o:
+            return "[]"
+        inner = ind + "  "
+        return "[\n" + ",\n".join(inner + js_pretty(v, inner) for v in o) + "\n" + ind + "]"
+    if t is Txt:
+        return _encode(o.raw())
+    if t is float:
+        return js_num(o)
+    return _encode(o)
+
+
+def content_text(content):
+    """extractTextFromContent: the text blocks joined by newlines."""
+    if isinstance(content, (str, Txt)):
+        return content.raw() if type(content) is Txt else content
+    parts = []
+    for b in content or ():
+        if isinstance(b, dict) and "text" in b and b.get("type") != "tool_result":
+            t = b["text"]
+            parts.append(t.raw() if type(t) is Txt else str(t))
+    return "\n".join(parts)
+
+
+def message_json(line):
+    """The `message` object of a message entry's line (its last key), as text."""
+    i = line.index(b',"message":')
+    return line[i + 11:-2].decode("utf-8")
 
 
 # The first session files of every corpus: each feature of FEATURE_CATALOGUE at least once, whatever
@@ -1855,7 +2088,8 @@ class Generator:
     def rel_of(self, s):
         return self.rel_for(s.cwd, ms_from_iso(s.header["timestamp"]), s.session_id)
 
-    def emit_session(self, s: Session, rel, *, damage=None, extra=None):
+    @staticmethod
+    def session_row(s, damage=None, extra=None):
         row = {"kind": s.kind, "expect": "ok", "sessionId": s.session_id, "version": s.header.get("version"),
                "cwd": s.cwd, "parentSession": s.parent_session, "forkOf": s.fork_of,
                "features": dict(sorted(s.features.items())), "damage": damage}
@@ -1863,16 +2097,36 @@ class Generator:
             row["inheritedFeatures"] = dict(s.inherited)
         if extra:
             row.update(extra)
+        if s.sub_runs:
+            row["subagentRuns"] = s.sub_runs
+        return row
+
+    @staticmethod
+    def calls_of(s, lines=None):
+        """The billed calls a reader can count in this file: [call id, kind, timestamp, provider, model,
+        input, output, cacheRead, cacheWrite, cost] of the calls on the given lines (default: all)."""
+        out = {}
+        for li, cids in s.line_calls.items():
+            if lines is None or li in lines:
+                for c in cids:
+                    out[c] = s.calls[c]
+        return [[c, *v] for c, v in out.items()]
+
+    def emit_session(self, s: Session, rel, *, damage=None, extra=None):
+        row = self.session_row(s, damage, extra)
         data = s.lines
+        countable = None
         if damage:
             data = self.apply_damage(s, damage, row)
+            countable = row.pop("_countableLines")
+        row["_calls"] = self.calls_of(s, countable)
         return self.write_file(rel, data, row)
 
     # -- sessions ------------------------------------------------------------------------------
     def pick_project(self, rng):
         return weighted(rng, PROJECTS)
 
-    def new_session(self, idx, era, target, rng=None, forced=None, min_turns=1, wants=(), quiet=False):
+    def new_session(self, idx, era, target, rng=None, forced=None, min_turns=1, wants=(), quiet=False, sub=None):
         rng = rng or random.Random(f"{self.seed}:session:{idx}")
         P = self.P
         cwd = self.pick_project(rng)
@@ -1909,6 +2163,8 @@ class Generator:
             s.write_header(sid, 3)
             s.kind = "v3" if era == "v3" else "v3-no-system"
             s.features["v3" if era == "v3" else "v3_no_system"] += 1
+        s.cid_prefix = "n%d:" % idx
+        s.rel = self.rel_of(s)
         # setup entries, flushed with the first user message
         s.tick(10, 400)
         if era != "v1":
@@ -1925,8 +2181,58 @@ class Generator:
                 s.session_info()
         elif rng.random() < 0.3:
             s.thinking_change()
+        if sub:
+            # pi-subagents calls, each made at the first turn after the file reached a drawn share of its
+            # target (a stream of its own: the rest of the corpus does not depend on it)
+            frng = random.Random(f"{self.seed}:subturns:{idx}")
+            s.sub_pending = sorted((frng.uniform(0.05, 0.85), k, spec) for k, spec in enumerate(sub))
         s.run_turns(min_turns=min_turns)
         return s
+
+    @staticmethod
+    def copy_branch(src, point, s):
+        """Pi's createBranchedSession into `s` (header written): the path root..point of `src`, each entry
+        copied with its id, timestamp and message, labels dropped (the next entry re-chained), then the
+        labels re-created at the end with new ids."""
+        chain = []
+        cur = point
+        while cur is not None:
+            chain.append(cur)
+            cur = src.meta[cur][0]
+        chain.reverse()
+        parent = None
+        kept = []
+        for e in chain:
+            par, kind, tok, li = src.meta[e]
+            if kind == "label":
+                continue
+            line = src.lines[li]
+            if par != parent:
+                line = re.sub(rb'"parentId":(null|"[^"]*")', b'"parentId":' + dumpb(parent), line, count=1)
+                s.features["fork_rechained_after_label"] += 1
+            s._append_line(line)
+            cids = src.line_calls.get(li)
+            if cids:
+                s.line_calls[len(s.lines) - 1] = cids
+                for c in cids:
+                    s.calls[c] = src.calls[c]
+            s.ids.add(e)
+            s.meta[e] = [parent, kind, tok, len(s.lines) - 1]
+            s.order.append(e)
+            kept.append(e)
+            parent = e
+        for target_id, (label, lts) in src.labels.items():
+            if target_id in s.meta:
+                lid = s.new_id()
+                s._append_line(dumpb({"type": "label", "id": lid, "parentId": parent, "timestamp": lts, "targetId": target_id, "label": label}, nl=True))
+                s.meta[lid] = [parent, "label", 0, len(s.lines) - 1]
+                s.order.append(lid)
+                parent = lid
+                s.labels[target_id] = (label, lts)
+                s.features["fork_label_recreated"] += 1
+        s.leaf = parent
+        s.set_path_to(parent)
+        s.compactions = sum(1 for e in s.path if s.meta[e][1] == "compaction")
 
     # -- forks -------------------------------------------------------------------------------------
     def fork_session(self, idx, src_entry, how, rng, target, wants=()):
@@ -1954,6 +2260,8 @@ class Generator:
             s.write_header(sid, 3)
         else:
             s.write_header(sid, 3, parent_session=parent_path)
+        s.cid_prefix = "f%d:" % idx
+        s.rel = self.rel_of(s)
         s.features["fork_" + how] += 1
         if src.kind == "fork":
             s.features["fork_of_fork"] += 1
@@ -1965,44 +2273,11 @@ class Generator:
             # createBranchedSession: the path root..point, labels dropped and re-chained, labels re-created
             cands = [e for e in src.path if src.meta[e][1] in ("user", "assistant", "toolResult")]
             point = rng.choice(cands[len(cands) // 2:]) if cands and rng.random() < 0.6 and not s.want_("fork_at_leaf") else src.leaf
-            chain = []
-            cur = point
-            while cur is not None:
-                chain.append(cur)
-                cur = src.meta[cur][0]
-            chain.reverse()
-            parent = None
-            kept = []
-            for e in chain:
-                par, kind, tok, li = src.meta[e]
-                if kind == "label":
-                    continue
-                line = src.lines[li]
-                if par != parent:
-                    line = re.sub(rb'"parentId":(null|"[^"]*")', b'"parentId":' + dumpb(parent), line, count=1)
-                    s.features["fork_rechained_after_label"] += 1
-                s._append_line(line)
-                s.ids.add(e)
-                s.meta[e] = [parent, kind, tok, len(s.lines) - 1]
-                s.order.append(e)
-                kept.append(e)
-                parent = e
-            for target_id, (label, lts) in src.labels.items():
-                if target_id in s.meta:
-                    lid = s.new_id()
-                    s._append_line(dumpb({"type": "label", "id": lid, "parentId": parent, "timestamp": lts, "targetId": target_id, "label": label}, nl=True))
-                    s.meta[lid] = [parent, "label", 0, len(s.lines) - 1]
-                    s.order.append(lid)
-                    parent = lid
-                    s.labels[target_id] = (label, lts)
-                    s.features["fork_label_recreated"] += 1
-            s.leaf = parent
-            s.set_path_to(parent)
-            s.compactions = sum(1 for e in s.path if s.meta[e][1] == "compaction")
+            self.copy_branch(src, point, s)
         else:
             # forkFrom / clone: every non-header line verbatim
             for li in range(1, len(src.lines)):
-                s._append_line(src.lines[li])
+                s.copy_line(src, li)
             if src.era == "v1":
                 s.features["fork_of_v1"] += 1
                 s.omit_parent_once = True  # Pi's leaf is undefined after loading id-less entries
@@ -2026,6 +2301,294 @@ class Generator:
         s.run_turns(min_turns=1 if P.small else 2)
         return s
 
+    # -- subagents (pi-subagents) -------------------------------------------------------------------
+    def subagent_call(self, s, spec, k):
+        """One `subagent` tool call in session `s` (a parent, or a child for a nested call): the assistant
+        message with the call, the children's files (into s.extra_files), then the tool result with its
+        `details` and, in the >= 0.59 style, the `usage` that sums the children's answers."""
+        rng = random.Random(f"{self.seed}:subagent:{s.cid_prefix}{k}")
+        run_id = uuid4(rng)
+        stem = s.rel[:-len(".jsonl")]
+        art_dir = s.rel.rsplit("/", 1)[0] + "/subagent-artifacts"
+        kids = spec["children"]
+        usage_style = spec["style"] == "usage"
+        tasks = []
+        for _ in kids:
+            agent, mkey = SUBAGENT_AGENTS[int(rng.random() * len(SUBAGENT_AGENTS))]
+            tasks.append((agent, mkey, self.pools.text(rng, s.n("user"))))
+        if spec["mode"] == "single":
+            args = {"agent": tasks[0][0], "task": tasks[0][2]}
+            if kids[0]["kind"] == "fork":
+                args["context"] = "fork"
+        else:
+            args = {"tasks": [{"agent": a, "task": t} for a, _, t in tasks]}
+        call = {"type": "toolCall", "id": s.tool_call_id("subagent"), "name": "subagent", "arguments": args}
+        s.features["tool_call"] += 1
+        aid = self.subagent_request(s, call)
+        t0 = s.t
+        end = t0
+        results, infos, agg = [], [], []
+        outputs = []
+        for i, ch in enumerate(kids):
+            agent, mkey, task = tasks[i]
+            crng = random.Random(f"{self.seed}:subagent:{s.cid_prefix}{k}:{i}")
+            start = t0 + rng.randint(30, 900) + i * rng.randint(5, 400)
+            c = self.subagent_child(s, aid, ch, crng, run_id, i, agent, mkey, task, start, stem, k)
+            end = max(end, c.t)
+            # the child's answers: all its assistant messages (every attempt), not its compactions
+            acids = [c.line_calls[li][0] for li, m, _u, _t in c.msg_log if m.get("role") == "assistant"]
+            sums = [0, 0, 0, 0, 0]
+            for cid in acids:
+                v = c.calls[cid]
+                for j in range(5):
+                    sums[j] += v[4 + j]
+            own = [c.calls["%s%d" % (c.cid_prefix, n)] for n in range(c.ncalls)]
+            tr_rel = "%s/%s_%s_%d_transcript.jsonl" % (art_dir, run_id, re.sub(r"[^\w.-]", "_", agent, flags=re.ASCII), i)
+            r = {"index": i, "agent": agent, "task": PROMPT_REDACTED, "exitCode": 0, "model": "%s/%s" % mkey}
+            u = {"input": sums[0], "output": sums[1], "cacheRead": sums[2], "cacheWrite": sums[3], "cost": sums[4], "turns": len(acids)}
+            if usage_style:
+                r["usage"] = u
+            r["sessionFile"] = SESSIONS_ROOT + "/" + c.rel
+            r["transcriptPath"] = SESSIONS_ROOT + "/" + tr_rel
+            results.append(r)
+            last = [m for _li, m, _u, _t in c.msg_log if m.get("role") == "assistant" and content_text(m["content"])]
+            outputs.append((agent, content_text(last[-1]["content"]) if last else "(no output)"))
+            if ch["child"]:
+                s.extra_files.append((c.rel, c.lines, self.child_row(c, s, run_id, i, agent)))
+                s.extra_files.extend(c.extra_files)
+            elif usage_style:
+                agg.extend(acids)  # the aggregate is the only count of this child's answers
+                for cid in acids:
+                    s.calls[cid] = c.calls[cid]
+            if ch["transcript"]:
+                s.extra_files.append((tr_rel, self.subagent_transcript(c, run_id, agent, i, s.cwd, start - crng.randint(1, 40)),
+                                      {"kind": "artifact", "expect": "rejected", "features": {"subagent_transcript": 1}, "damage": None,
+                                       "subagentOf": {"parent": s.rel, "runId": run_id, "index": i, "agent": agent},
+                                       "childSession": c.rel, "childSessionWritten": ch["child"],
+                                       "_calls": [[cid, *c.calls[cid]] for cid in acids]}))
+            s.features[("subagent_child_and_transcript", "subagent_child_missing", "subagent_transcript_deleted",
+                        "subagent_both_missing")[(not ch["child"]) + 2 * (not ch["transcript"])]] += 1
+            if ch["kind"] == "fork":
+                s.features["subagent_fork_child"] += 1
+            if ch["nested"]:
+                s.features["subagent_nested"] += 1
+            infos.append({"index": i, "agent": agent, "kind": ch["kind"], "nested": ch["nested"], "sessionFile": c.rel,
+                          "sessionWritten": ch["child"], "transcript": tr_rel, "transcriptWritten": ch["transcript"],
+                          "answers": dict(u), "ownCalls": {"calls": len(own), "input": sum(v[4] for v in own),
+                                                           "output": sum(v[5] for v in own), "cacheRead": sum(v[6] for v in own),
+                                                           "cacheWrite": sum(v[7] for v in own), "cost": math.fsum(v[8] for v in own)}})
+        s.features["subagent_call"] += 1
+        if spec["mode"] == "parallel":
+            s.features["subagent_parallel"] += 1
+        if not usage_style:
+            s.features["subagent_old_style"] += 1
+        # the tool result, when the last child is done
+        s.t = end + rng.randint(40, 1500)
+        mts = s.t
+        s.tick(2, 60)
+        if spec["mode"] == "single":
+            text = outputs[0][1]
+        else:
+            text = "Parallel: %d/%d succeeded\n\n" % (len(kids), len(kids)) + "\n\n".join("=== %s ===\n%s" % o for o in outputs)
+        details = {"mode": spec["mode"], "runId": run_id, "results": results}
+        msg = {"role": "toolResult", "toolCallId": call["id"], "toolName": "subagent", "content": [{"type": "text", "text": text}],
+               "details": details}
+        if usage_style:
+            tot = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "cost": 0, "turns": 0}
+            for r in results:
+                for key in tot:
+                    tot[key] += r["usage"][key]
+            details["totalChildUsage"] = tot
+            details["totalCost"] = {"inputTokens": tot["input"], "outputTokens": tot["output"], "costUsd": tot["cost"]}
+            msg["usage"] = Raw('{"input":%d,"output":%d,"cacheRead":%d,"cacheWrite":%d,"totalTokens":%d,'
+                               '"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":%s}}' % (
+                                   tot["input"], tot["output"], tot["cacheRead"], tot["cacheWrite"],
+                                   tot["input"] + tot["output"] + tot["cacheRead"] + tot["cacheWrite"], js_num(tot["cost"])))
+        msg["isError"] = False
+        msg["durationMs"] = mts - t0
+        msg["timestamp"] = mts
+        s.features["tool_result"] += 1
+        s.add("message", {"message": USAGE_PH}, usage=js_dumps(msg), kind="toolResult", tokens=len(text) // 4, calls=agg)
+        if s.msg_log is not None:
+            li, _m, _u, tms = s.msg_log[-1]
+            s.msg_log[-1] = (li, msg, None, tms)
+        s.sub_runs.append({"runId": run_id, "mode": spec["mode"], "style": spec["style"], "toolCallId": call["id"],
+                           "children": infos})
+
+    def subagent_request(self, s, call):
+        """The parent's assistant message that holds the `subagent` tool call."""
+        rng, m = s.rng, s.model
+        blocks = []
+        think = out = 0
+        if s.thinking != "off" and m.reasoning and rng.random() < s.P.think:
+            b, n = s.thinking_block()
+            blocks.append(b)
+            think += n
+            s.features["thinking"] += 1
+        if rng.random() < 0.6:
+            t = s.pools.text_t(rng, s.n("text"))
+            blocks.append({"type": "text", "text": t})
+            out += t.n
+        blocks.append(call)
+        out += len(call["name"]) + jlen(call["arguments"])
+        mts = s.t
+        s.tick(800, 30_000)
+        usage, _ = s.call_usage(m, out // 4 + 1, (think + 3) // 4)
+        msg = {"role": "assistant", "content": blocks, "api": m.api, "provider": m.provider, "model": m.id,
+               "usage": USAGE_PH, "stopReason": "toolUse", "timestamp": mts}
+        if m.style == "anthropic" and rng.random() < 0.7:
+            msg["responseId"] = "msg_01" + s.pools.alnum_text(rng, 22)
+        elif m.style == "openai":
+            msg["responseId"] = "resp_" + "%048x" % rng.getrandbits(192)
+        msg["thinkingLevel"] = s.thinking
+        s.features["assistant"] += 1
+        s.features["provider_" + m.provider] += 1
+        return s.add("message", {"message": msg}, usage=usage, kind="assistant", tokens=(out + think) // 4)
+
+    def subagent_child(self, s, aid, ch, rng, run_id, i, agent, mkey, task, start, stem, k):
+        """Child i of a call: a fresh session `S/<runId>/run-<i>/session.jsonl` (header without
+        parentSession), or a fork `S/forks/<ts>_<id>.jsonl` that starts with the parent's path up to
+        the calling message (createBranchedSession). Its answers fall inside the parent's tool call."""
+        c = Session(self, rng, "v3", s.cwd, start, 0)
+        c.cid_prefix = "%sa%d.%d:" % (s.cid_prefix, k, i)
+        c.mult = min(s.mult, 1.5)
+        c.quiet = True
+        model = MODEL_BY_KEY[mkey]
+        if ch["kind"] == "fork":
+            sid = uuid7(rng, start)
+            c.write_header(sid, 3, parent_session=SESSIONS_ROOT + "/" + s.rel)
+            c.rel = "%s/forks/%s_%s.jsonl" % (stem, iso(start).replace(":", "-").replace(".", "-"), sid)
+            self.copy_branch(s, aid, c)
+            c.copied_lines = len(c.lines) - 1
+            c.features["copied_entries"] = c.copied_lines
+            c.kind, c.fork_of = "subagent_fork", s.rel
+            c.sys_sections, c.sys_tools, c.sys_content = dict(s.sys_sections), dict(s.sys_tools), list(s.sys_content)
+            c.has_system, c.thinking, c.model, c.cached = s.has_system, s.thinking, s.model, s.cached
+            c.tick(5, 200)
+            if model is not s.model:
+                c.model = model
+                c.cached = 0
+                c.add("model_change", {"provider": model.provider, "modelId": model.id})
+                c.features["model_change"] += 1
+        else:
+            c.write_header(uuid7(rng, start), 3)
+            c.rel = "%s/%s/run-%d/session.jsonl" % (stem, run_id, i)
+            c.kind = "subagent_child"
+            c.model = model
+            c.tick(5, 200)
+            c.add("model_change", {"provider": model.provider, "modelId": model.id})
+            c.features["model_change"] += 1
+            if model.reasoning and rng.random() < 0.5:
+                c.thinking = rng.choice(THINKING_LEVELS[1:4])
+                c.add("thinking_level_change", {"thinkingLevel": c.thinking})
+                c.features["thinking_level_change"] += 1
+            c.initial_system()
+        c.msg_log = []
+        c.tick(10, 400)
+        text = "Task: " + task
+        mts = c.t
+        c.tick(1, 40)
+        c.add("message", {"message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": mts}},
+              kind="user", tokens=len(text) // 4)
+        steps = max(2, min(6, 1 + int(rng.expovariate(1 / 2.0)) + 1))
+        comp_at = rng.randint(1, steps - 1) if ch["compaction"] else -1
+
+        def compact():
+            c.want.add("compaction_usage")
+            c.compaction()
+            c.want.discard("compaction_usage")
+            if c.compactions:
+                c.features["subagent_child_compaction"] += 1
+
+        for st in range(steps):
+            if st == 0 and ch["nested"]:
+                self.subagent_call(c, SUBAGENT_NESTED_SPEC, 0)
+            if st == comp_at:
+                compact()
+            calls, stop = c.assistant_message(st == steps - 1, SUBAGENT_CHILD_TOOLS)
+            if stop in ("aborted", "error"):
+                if stop == "error" and rng.random() < 0.7:
+                    c.tick(1000, 20_000)  # the retry, in the same file
+                    c.assistant_message(True, SUBAGENT_CHILD_TOOLS)
+                    c.features["retry_after_error"] += 1
+                break
+            if calls:
+                c.tool_results(calls)
+        if ch["compaction"] and not c.compactions:
+            compact()  # the run ended early: Pi compacts after the agent's end
+        return c
+
+    def child_row(self, c, s, run_id, i, agent):
+        row = self.session_row(c, extra={"subagentOf": {"parent": s.rel, "runId": run_id, "index": i, "agent": agent}})
+        row["_calls"] = self.calls_of(c)
+        return row
+
+    def subagent_transcript(self, c, run_id, agent, i, cwd, t_first):
+        """`<runId>_<agent>_<i>_transcript.jsonl` (child-transcript.ts, version 1): the redacted prompt,
+        then the child's own messages as its session saw them (message_end), with tool_start/tool_end."""
+        out = []
+        last = [t_first]
+
+        def rec(rtype, ts, fields, message=None):
+            ts = max(ts, last[0])
+            last[0] = ts
+            d = {"version": 1, "recordType": rtype, "source": "foreground", "runId": run_id, "agent": agent, "childIndex": i,
+                 "cwd": cwd, "ts": ts, "timestamp": iso(ts)}
+            d.update(fields)
+            if message is not None:
+                d["message"] = Raw(message)
+            out.append((js_dumps(d) + "\n").encode("utf-8"))
+
+        prompt = PROMPT_REDACTED + "; live Prompt Audit only."
+        rec("message", t_first, {"sourceEventType": "initial_prompt", "role": "user", "text": prompt,
+                                 "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}})
+        calls = {}
+        for li, m, usage, tms in c.msg_log:
+            role = m.get("role")
+            if role == "user":
+                text = content_text(m["content"])
+                rec("message", tms, {"sourceEventType": "message_end", "role": "user", **({"text": text} if text else {})},
+                    message_json(c.lines[li]))
+            elif role == "assistant":
+                f = {"sourceEventType": "message_end", "role": "assistant"}
+                text = content_text(m["content"])
+                if text:
+                    f["text"] = text
+                f["model"] = m["model"]
+                f["stopReason"] = m["stopReason"]
+                if m.get("errorMessage"):
+                    f["errorMessage"] = m["errorMessage"]
+                u = json.loads(usage)
+                f["usage"] = {"input": u["input"], "output": u["output"], "cacheRead": u["cacheRead"],
+                              "cacheWrite": u["cacheWrite"], "cost": u["cost"]["total"]}
+                rec("message", tms, f, message_json(c.lines[li]))
+                for b in m["content"]:
+                    if b.get("type") == "toolCall":
+                        calls[b["id"]] = b
+            elif role == "toolResult":
+                b = calls.get(m["toolCallId"], {})
+                args = b.get("arguments") or {}
+                f = {"sourceEventType": "tool_execution_start", "toolCallId": m["toolCallId"], "toolName": m["toolName"]}
+                if args:
+                    f["argsPreview"] = tool_args_preview(args)
+                    payload = bounded_payload(js_pretty(args))
+                    if payload:
+                        f["argsPayload"] = payload
+                rec("tool_start", last[0] + 1, f)
+                rec("tool_end", tms, {"sourceEventType": "tool_execution_end", "toolCallId": m["toolCallId"],
+                                                 "toolName": m["toolName"], "isError": m["isError"]})
+                output = bounded_payload(content_text(m["content"]))
+                f = {"sourceEventType": "message_end", "role": "toolResult", "toolCallId": m["toolCallId"],
+                     "toolName": m["toolName"], "isError": m["isError"]}
+                if output:
+                    f["text"] = output
+                    f["outputTruncated"] = "… payload truncated" in output
+                reduced = {"role": "toolResult", "toolCallId": m["toolCallId"], "toolName": m["toolName"], "isError": m["isError"],
+                           "content": [{"type": "text", "text": output}] if output else [], "timestamp": m["timestamp"]}
+                f["message"] = reduced
+                rec("message", tms, f)
+        return out
+
     # -- damaged and stray files ------------------------------------------------------------------
     DAMAGE_KINDS = ["truncated_tail", "no_final_newline", "blank_lines", "malformed_line", "crlf",
                     "stray_non_session", "stray_nested", "empty", "only_blank", "bom", "header_not_first",
@@ -2043,6 +2606,7 @@ class Generator:
         0-based physical lines that are deliberately not what JSON.stringify writes (or not entries)."""
         rng = s.rng
         lines = [b[:-1].decode("utf-8") for b in s.lines]
+        orig = list(range(len(lines)))  # line -> the session's line it holds (None: an inserted line)
         damaged = set()
         sep, end = "\n", "\n"
         raw = {}  # line index -> bytes (invalid UTF-8)
@@ -2056,20 +2620,25 @@ class Generator:
         elif kind == "no_final_newline":
             end = ""
         elif kind == "blank_lines":
-            out = []
+            out, oorig = [], []
             for i, l in enumerate(lines):
                 out.append(l)
+                oorig.append(i)
                 if i == 0 or rng.random() < 0.15:
                     out.append(rng.choice(("", "   ", "\t", "")))
+                    oorig.append(None)
                     damaged.add(len(out) - 1)
             out.append("")
+            oorig.append(None)
             damaged.add(len(out) - 1)
-            lines = out
+            lines, orig = out, oorig
         elif kind == "malformed_line":
             i = rng.randint(2, max(2, len(lines) - 1))
             bad = lines[min(i, len(lines) - 1)][: rng.randint(10, 60)]
             lines.insert(i, bad)
+            orig.insert(i, None)
             lines.insert(1, "{not json at all")
+            orig.insert(1, None)
             damaged.update((1, i + 1))
             row["malformedLines"] = 2
         elif kind == "crlf":
@@ -2078,15 +2647,18 @@ class Generator:
             lines[0] = "\ufeff" + lines[0]
         elif kind == "header_not_first":
             lines[0], lines[1] = lines[1], lines[0]
+            orig[0], orig[1] = orig[1], orig[0]
         elif kind == "scalar_lines":
             # JSON values that are not objects, mid-file; sometimes one is the last line, so the leaf
             vals = [rng.choice(self.SCALARS_KEPT)] + [rng.choice(self.SCALARS_KEPT + self.SCALARS_DROPPED) for _ in range(rng.randint(0, 3))]
             for v in vals:
                 p = rng.randint(2, len(lines) - 1)
                 lines.insert(p, v)
+                orig.insert(p, None)
                 damaged = {d + (d >= p) for d in damaged} | {p}
             if rng.random() < 0.25:
                 lines.append(rng.choice(self.SCALARS_KEPT + self.SCALARS_DROPPED))
+                orig.append(None)
                 damaged.add(len(lines) - 1)
                 row["scalarLeaf"] = True
         elif kind == "unknown_type":
@@ -2106,6 +2678,7 @@ class Generator:
                 else:
                     e = {"type": t, "timestamp": prev.get("timestamp") if isinstance(prev, dict) else None, "event": "tick", "ms": rng.randint(1, 900)}
                 lines.insert(p, dumps(e))
+                orig.insert(p, None)
                 damaged = {d + (d >= p) for d in damaged}
             if rng.random() < 0.25:  # the last entry, so the leaf, of an unknown type
                 last = json.loads(lines[-1])
@@ -2113,6 +2686,7 @@ class Generator:
                 if rng.random() < 0.5:
                     e = {"type": "x-telemetry", "id": s.new_id(), "parentId": last.get("id"), "timestamp": last.get("timestamp"), "event": "exit"}
                 lines.append(dumps(e))
+                orig.append(None)
                 row["unknownLeaf"] = True
             row["unknownTypes"] = j + 1
         elif kind == "invalid_utf8":
@@ -2125,14 +2699,22 @@ class Generator:
                 raw[i] = lines[i][:k].encode("utf-8") + bad + lines[i][k:].encode("utf-8")
                 damaged.add(i)
         elif kind == "duplicate_ids":
-            self.duplicate_id(s, rng, lines, damaged, row)
+            self.duplicate_id(s, rng, lines, damaged, row, orig)
         row["expect"] = self.DAMAGE_EXPECT.get(kind, "ok")
         row["damagedLines"] = sorted(damaged)
         parts = [raw[i] if i in raw else l.encode("utf-8") for i, l in enumerate(lines)]
+        # the session lines whose usages a reader still gets: Pi accepts the file and parses the line
+        # (a damaged line that still parses, e.g. invalid UTF-8 in a text or a duplicate id, counts)
+        ok = set()
+        if row["expect"] == "ok":
+            for i, o in enumerate(orig):
+                if o is not None and (i not in damaged or _pi_parses(parts[i])):
+                    ok.add(o)
+        row["_countableLines"] = ok
         return sep.encode().join(parts) + end.encode()
 
     @staticmethod
-    def duplicate_id(s, rng, lines, damaged, row):
+    def duplicate_id(s, rng, lines, damaged, row, orig):
         """Two entries with the same id. Either a later entry X takes the id of an earlier entry A
         that is not its ancestor (X's children follow it), or an earlier line is repeated later.
         Neither can make a parent chain loop."""
@@ -2161,6 +2743,7 @@ class Generator:
         a = rng.choice(s.order[:-1])
         p = rng.randint(line_of[a] + 1, len(lines) - 1)
         lines.insert(p, lines[line_of[a]])
+        orig.insert(p, line_of[a])
         damaged.add(p)
         row["duplicateIdMode"] = "repeated_line"
 
@@ -2209,6 +2792,8 @@ class Generator:
         cache_limit = 400_000 if P.small else 6_000_000  # forks only of sources up to this (planned) size
         margin = 2_000 if P.small else 30_000
         damage_every = 6 if P.small else 90  # damaged files at a steady rate
+        sub_p = 0.3 if P.small else 0.05  # share of new v3 sessions that call subagents (after the coverage bundles)
+        cov = 0
         recent = []  # (task, planned size, fork depth) of the last sessions that may be forked
         planned = 0
         dmg_i = 0
@@ -2261,6 +2846,16 @@ class Generator:
                         e = {"t": "fork", "idx": idx, "how": how, "src": dict(e, ghost=True), "rng": f"{seed}:ghostfork:{idx}",
                              "target": t1, "era": "v3"}
                         est, depth = max(t1, target + margin), 1
+            if e["t"] == "new" and e["era"] == "v3" and not e.get("showcase"):
+                # pi-subagents calls (drawn from a stream of their own, so the plan does not change):
+                # the first eligible sessions get the coverage bundles, then a share of them random calls
+                if cov < len(SUBAGENT_COVERAGE):
+                    e["sub"] = SUBAGENT_COVERAGE[cov]
+                    cov += 1
+                else:
+                    srng = random.Random(f"{seed}:subplan:{idx}")
+                    if srng.random() < sub_p:
+                        e["sub"] = [subagent_spec(srng) for _ in range(1 if srng.random() < 0.75 else 2)]
             e["est"] = est
             yield e
             planned += est
@@ -2283,7 +2878,7 @@ class Generator:
             return self.built[key]
         if e["t"] == "new":
             s = self.new_session(e["idx"], e["era"], e["target"], forced=e.get("forced"), min_turns=e.get("min_turns", 1),
-                                 wants=e.get("wants", ()), quiet=e.get("quiet", False))
+                                 wants=e.get("wants", ()), quiet=e.get("quiet", False), sub=e.get("sub"))
         else:
             src = self.build(e["src"])
             s = self.fork_session(e["idx"], {"session": src, "rel": self.rel_of(src), "ghost": e["src"].get("ghost")},
@@ -2301,7 +2896,10 @@ class Generator:
         if e["t"] == "damage":
             return self.emit_damaged(e["kind"], e["n"])
         s = self.build(e)
-        return [self.emit_session(s, self.rel_of(s), extra={"showcaseStep": e["idx"]} if e.get("showcase") else None)]
+        rows = [self.emit_session(s, self.rel_of(s), extra={"showcaseStep": e["idx"]} if e.get("showcase") else None)]
+        for rel, data, row in s.extra_files:  # subagent children and transcripts
+            rows.append(self.write_file(rel, data, dict(row)))
+        return rows
 
     # -- main loop --------------------------------------------------------------------------------
     def run(self, n_sessions=None, n_bytes=None, jobs=1):
@@ -2392,7 +2990,8 @@ class Generator:
         paths = Counter(r["path"] for r in rows)
         if len(paths) != len(rows):
             raise AssertionError("two files with one path: %s" % [p for p, n in paths.items() if n > 1])
-        sizes = sorted(r["bytes"] for r in rows if r["kind"] not in ("stray", "damaged"))
+        truth, sub_truth = self.truth(rows)
+        sizes = sorted(r["bytes"] for r in rows if r["kind"] not in ("stray", "damaged", "artifact"))
 
         def pct(p):
             return sizes[min(len(sizes) - 1, int(p * len(sizes)))] if sizes else 0
@@ -2406,8 +3005,61 @@ class Generator:
                        "byExpectedStatus": dict(sorted(expect.items())),
                        "sessionFileBytes": {"median": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "max": sizes[-1] if sizes else 0},
                        "features": dict(sorted(feats.items()))},
+            "truth": truth,
+            "subagentTruth": sub_truth,
             "files": sorted(rows, key=lambda r: r["path"]),
         }
+
+    @staticmethod
+    def truth(rows):
+        """`truth`: the distinct billed calls a reader can count in the corpus (each row's `_calls`, merged
+        by call id; see the README's "Truth"), and `subagentTruth`. Sets every row's `truthCalls` and
+        takes the private `_calls` and `subagentRuns` out of the rows."""
+        calls = {}
+        for r in rows:
+            lst = r.pop("_calls", None) or []
+            for item in lst:
+                v = tuple(item[1:])
+                if calls.setdefault(item[0], v) != v:
+                    raise AssertionError("call %s differs between copies" % item[0])
+            r["truthCalls"] = len(lst)
+
+        def tally(vs):
+            vs = list(vs)
+            return {"calls": len(vs), "input": sum(v[4] for v in vs), "output": sum(v[5] for v in vs),
+                    "cacheRead": sum(v[6] for v in vs), "cacheWrite": sum(v[7] for v in vs),
+                    "cost": math.fsum(v[8] for v in vs)}
+
+        order = sorted(calls)
+        truth = tally(calls[c] for c in order)
+        truth["zeroUsageCalls"] = sum(1 for v in calls.values() if not any(v[4:]))
+        by = {}
+        for c in order:
+            v = calls[c]
+            by.setdefault(("assistant" if v[2] is not None else "toolResult") if v[0] == "message" else v[0], []).append(v)
+        truth["bySource"] = {k: tally(by[k]) for k in sorted(by)}
+        # what a reader matches copies by must not merge two distinct calls
+        seen = {}
+        for c in order:
+            v = calls[c]
+            seen.setdefault(("message",) + v[1:] if v[0] == "message" else ("entry", v[1]), []).append(c)
+        truth["keyCollisions"] = [cs for cs in seen.values() if len(cs) > 1]
+        if truth["keyCollisions"]:
+            sys.stderr.write("warning: distinct calls that a reader cannot tell apart: %s\n" % truth["keyCollisions"][:5])
+
+        parents, transcripts = {}, {}
+        for r in sorted(rows, key=lambda r: r["path"]):
+            for run in r.pop("subagentRuns", ()):
+                p = parents.setdefault(r["path"], {"childSessions": [], "runs": []})
+                p["runs"].append(run)
+                for ch in run["children"]:
+                    if ch["sessionWritten"]:
+                        p["childSessions"].append(ch["sessionFile"])
+                    if ch["transcriptWritten"]:
+                        transcripts[ch["transcript"]] = {"runId": run["runId"], "agent": ch["agent"], "index": ch["index"],
+                                                         "childSession": ch["sessionFile"],
+                                                         "childSessionWritten": ch["sessionWritten"]}
+        return truth, {"parents": parents, "transcripts": dict(sorted(transcripts.items()))}
 
 
 _GEN = None  # the Generator that pool workers (forked from the main process) run tasks with
@@ -2444,7 +3096,20 @@ FEATURE_CATALOGUE = sorted([
     "fork_branched", "fork_forkFrom", "fork_forkFrom_cross_project", "fork_clone_no_parent", "fork_of_v1", "fork_of_v2",
     "fork_of_fork", "fork_parent_missing", "fork_rechained_after_label", "fork_label_recreated", "copied_entries",
     "showcase", "showcase_event",
+    "subagent_call", "subagent_parallel", "subagent_old_style", "subagent_fork_child", "subagent_nested",
+    "subagent_child_and_transcript", "subagent_transcript_deleted", "subagent_child_missing", "subagent_both_missing",
+    "subagent_transcript", "subagent_child_compaction",
 ] + ["damage:" + k for k in DAMAGE_KINDS])
+
+
+def _pi_parses(b):
+    """Whether Pi's reader keeps this line as an entry: UTF-8 decoded with replacement characters, then
+    JSON.parse of the line; an object (the lines checked here are entries or damage)."""
+    try:
+        v = json.loads(b.decode("utf-8", "replace").rstrip("\r"))
+    except ValueError:
+        return False
+    return isinstance(v, dict)
 
 
 def ms_from_iso(s):
