@@ -448,15 +448,23 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
             stats,
             reason,
             pi_entries,
+            transcript,
         } => {
             code = ExitCode::from(2);
             let not_session = pisa::analyze::not_a_session(&rel, pi_entries);
-            let record = FileRecord::rejected(&rel, &stats, &reason, not_session);
+            let record = FileRecord::rejected(&rel, &stats, &reason, not_session, transcript.is_some());
             if args.json {
                 return pretty_json(out, &record.document());
             }
             // The reason quotes the file (the first entry's type).
-            let what = if not_session { "not a Pi session; " } else { "" };
+            let what = match &transcript {
+                Some(records) => {
+                    let answers = pisa::usage::transcript_records(records).len();
+                    format!("a subagent transcript ({answers} billed answers, copies of its child's); ")
+                }
+                None if not_session => "not a Pi session; ".into(),
+                None => String::new(),
+            };
             let line = format!("{rel}: {what}{}", record.reason);
             writeln!(out, "{}", report::terminal_safe(&line))?;
             Ok(())
@@ -465,14 +473,40 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
             if a.is_damaged() {
                 code = ExitCode::from(2);
             }
+            let children = subagents_of(&args.file)?;
             if args.json {
-                return pretty_json(out, &report::inspect::to_json(&rel, &a));
+                return pretty_json(out, &report::inspect::to_json(&rel, &a, &children));
             }
-            report::inspect::render(out, &rel, &a)?;
+            report::inspect::render(out, &rel, &a, &children)?;
             Ok(())
         }
     })?;
     Ok(code)
+}
+
+/// The subagent sessions a session ran: those in its stem folder (`<file without .jsonl>/`,
+/// where pi-subagents keeps them), each call counted once (read with the session, so that a
+/// fork's copy of its history is the session's); none when there is no such folder.
+fn subagents_of(file: &Path) -> Result<Vec<report::inspect::ChildSpend>> {
+    let stem = file.with_extension("");
+    if !stem.is_dir() {
+        return Ok(Vec::new());
+    }
+    let (corpus, _) = corpus::scan(&[file.to_path_buf(), stem], &NoRows, &corpus::Quiet, None)?;
+    let mut children = report::inspect::ChildSpend::of(&corpus);
+    let own = pisa::paths::path_text(file);
+    let me = corpus
+        .sessions
+        .iter()
+        .find(|s| pisa::paths::path_text(&s.path) == own)
+        .map(|s| s.rel.clone());
+    children.retain(|c| Some(&c.path) != me.as_ref());
+    for c in &mut children {
+        if c.spawned_by == me {
+            c.spawned_by = None;
+        }
+    }
+    Ok(children)
 }
 
 /// A completion script for `shell` on stdout.

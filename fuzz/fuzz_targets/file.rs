@@ -80,9 +80,15 @@ fuzz_target!(|data: &[u8]| {
             stats,
             reason,
             pi_entries,
+            transcript,
         } => {
-            let record = FileRecord::rejected(rel, &stats, &reason, pisa::analyze::not_a_session(rel, pi_entries));
+            let not_session = pisa::analyze::not_a_session(rel, pi_entries);
+            let record = FileRecord::rejected(rel, &stats, &reason, not_session, transcript.is_some());
             serde_json::to_string(&record.document()).expect("JSON serializes");
+            if let Some(records) = transcript {
+                let calls = pisa::usage::transcript_records(&records);
+                assert!(calls.iter().all(|c| c.source == pisa::usage::Source::Transcript));
+            }
         }
         FileAnalysis::Session(a) => {
             let facts = SessionFacts::of(rel, &a);
@@ -90,15 +96,15 @@ fuzz_target!(|data: &[u8]| {
             let back: SessionFacts =
                 postcard::from_bytes(&postcard::to_stdvec(&facts).expect("facts encode")).expect("facts decode");
             assert_eq!(serde_json::to_string(&back).expect("JSON serializes"), json, "binary round trip");
-            serde_json::to_string(&inspect::to_json(rel, &a)).expect("JSON serializes");
-            inspect::render(&mut Vec::new(), rel, &a).expect("writing to a Vec");
+            serde_json::to_string(&inspect::to_json(rel, &a, &[])).expect("JSON serializes");
+            inspect::render(&mut Vec::new(), rel, &a, &[]).expect("writing to a Vec");
             let session = SessionRef {
                 rel,
                 session_id: a.tree.header.id.as_deref(),
                 project: &facts.project,
             };
             let mut part = UsageColumns::default();
-            let rows = UsageRows.add(&mut part, &session, &a);
+            let rows = UsageRows.add(&mut part, &session, &a.accounting.records);
             assert_eq!(rows.len(), a.accounting.records.len());
             let frame = part.finish().expect("the usage rows follow their schema");
             assert_eq!(frame.height(), a.accounting.records.len());

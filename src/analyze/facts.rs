@@ -630,11 +630,20 @@ pub struct Rejection {
     /// Nothing in it says it is a session (see `analyze::not_a_session`): skipped as Pi
     /// skips it, not a cause of exit code 2.
     pub not_session: bool,
+    /// A subagent transcript artifact (its first record is `{"version":…,"recordType":…}`):
+    /// read for the calls no session holds.
+    pub transcript: bool,
 }
 
 impl FileRecord {
-    /// A file Pi refuses.
-    pub fn rejected(rel: &str, stats: &LineStats, reason: &RejectReason, not_session: bool) -> FileRecord {
+    /// A file Pi refuses (a subagent transcript with `transcript`).
+    pub fn rejected(
+        rel: &str,
+        stats: &LineStats,
+        reason: &RejectReason,
+        not_session: bool,
+        transcript: bool,
+    ) -> FileRecord {
         FileRecord {
             path: rel.to_string(),
             status: FileStatus::Rejected(Rejection {
@@ -644,6 +653,7 @@ impl FileRecord {
                 raw_blank_lines: stats.raw_blank_lines,
                 ends_with_newline: stats.ends_with_newline,
                 not_session,
+                transcript,
             }),
             reason: reason.message(),
         }
@@ -668,6 +678,7 @@ impl FileRecord {
             reject_reason: r.map(|r| r.code.as_str()),
             reason: &self.reason,
             not_session: r.map(|r| r.not_session),
+            artifact: r.filter(|r| r.transcript).map(|_| "transcript"),
             raw: r.map(|r| RawOfRejected {
                 blank_lines: r.raw_blank_lines,
                 ends_with_newline: r.ends_with_newline,
@@ -692,6 +703,9 @@ pub struct FileDocument<'a> {
     pub reason: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_session: Option<bool>,
+    /// `transcript` for a subagent transcript artifact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw: Option<RawOfRejected>,
 }

@@ -24,6 +24,8 @@ pub enum FileAnalysis {
         reason: RejectReason,
         /// The file holds entries of Pi's types (see [`ParsedFile::pi_entries`]).
         pi_entries: bool,
+        /// The records of a subagent transcript (see [`ParsedFile::transcript`]).
+        transcript: Option<Vec<crate::parse::entry::TranscriptRecord>>,
     },
 }
 
@@ -115,9 +117,15 @@ impl SessionAnalysis {
 
 /// The project of a session found at `rel`: its header `cwd`, else the decoded folder name.
 pub fn project_of(t: &Tree, rel: &str) -> String {
-    if let Some(cwd) = t.cwd().filter(|c| !c.is_empty()) {
-        return cwd.to_string();
+    match t.cwd().filter(|c| !c.is_empty()) {
+        Some(cwd) => cwd.to_string(),
+        None => project_of_path(rel),
     }
+}
+
+/// The project a file's folder names (`--Users-me-proj--` → `/Users-me-proj`), the folder name
+/// as it is when it is not one Pi encoded.
+pub fn project_of_path(rel: &str) -> String {
     let folder = rel
         .rsplit_once('/')
         .map_or("", |(dir, _)| dir.rsplit('/').next().unwrap_or(dir));
@@ -158,6 +166,7 @@ pub fn analyze_parsed(parsed: ParsedFile) -> FileAnalysis {
             stats: parsed.stats,
             reason,
             pi_entries: parsed.pi_entries,
+            transcript: parsed.transcript,
         };
     }
     let stats = parsed.stats.clone();

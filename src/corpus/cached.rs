@@ -5,7 +5,7 @@
 use super::Rows;
 use super::cache::{self, Blob, Cache, Change, Meta, Record};
 use super::spill::Spill;
-use super::worker::{Settled, Work, Written, read_open, unreadable, with_bulk};
+use super::worker::{Settled, Work, Written, read_open, unreadable};
 use crate::parse::Scratch;
 use crate::scan::{self, FoundFile};
 
@@ -85,16 +85,17 @@ fn remember(
     settled: Settled,
     written: Option<Written>,
 ) -> Settled {
+    if let Settled::Rejected(_) = settled {
+        // A file Pi refuses is read whole when it changes: no entries to go on from.
+        read.blob = Blob::None;
+    }
     let bulk = match (&settled, written) {
-        (Settled::Rejected(_), _) => {
-            read.blob = Blob::None;
-            None
-        }
-        (Settled::Session(_), Some(w)) => match cache.bulk(w.span, w.parts, cache::hash(&w.bytes)) {
+        (_, Some(w)) => match cache.bulk(w.span, w.parts, cache::hash(&w.bytes)) {
             Some(b) => Some(b),
-            // No spill in the cache folder: nothing of this session can be cached.
+            // No spill in the cache folder: nothing of this file can be cached.
             None => return settled,
         },
+        (Settled::Rejected(_), None) => None,
         (Settled::Session(_), None) => return settled,
     };
     let old = read.record;
@@ -124,14 +125,12 @@ fn remember(
 /// that spill is retired). `None` when the record cannot be used.
 fn from_cache(key: &str, r: &Record, cache: &Cache, spill: &Spill) -> Option<Settled> {
     let settled = cache.decode_summary::<Settled>(key, &r.summary)?;
-    let summary = match settled {
-        Settled::Rejected(_) => {
-            cache.keep(key.to_string());
-            return Some(settled);
-        }
-        Settled::Session(s) => s,
+    let Some(b) = r.bulk else {
+        // Only a file without calls (a rejected one) has no bulk.
+        let Settled::Rejected(_) = settled else { return None };
+        cache.keep(key.to_string());
+        return Some(settled);
     };
-    let b = r.bulk?;
     let (span, retired) = cache.kept_bulk(r)?;
     let bytes = spill.get(span).ok().filter(|bytes| cache::hash(bytes) == b.hash);
     let Some(bytes) = bytes else {
@@ -142,7 +141,7 @@ fn from_cache(key: &str, r: &Record, cache: &Cache, spill: &Spill) -> Option<Set
     };
     if !retired {
         cache.keep(key.to_string());
-        return Some(Settled::Session(Box::new(with_bulk(*summary, span, b.parts))));
+        return Some(settled.with_bulk(span, b.parts));
     }
     let span = spill.put(&bytes);
     let moved = cache.bulk(span, b.parts, b.hash);
@@ -152,5 +151,5 @@ fn from_cache(key: &str, r: &Record, cache: &Cache, spill: &Spill) -> Option<Set
         // This run's spill is not in the cache folder: the old record still holds.
         None => cache.keep(key.to_string()),
     }
-    Some(Settled::Session(Box::new(with_bulk(*summary, span, b.parts))))
+    Some(settled.with_bulk(span, b.parts))
 }

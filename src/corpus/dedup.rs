@@ -1,10 +1,12 @@
 //! The cross-session step: each billed call counted once. A call is owned by the earliest
 //! session (header time, then path) that holds it; every other copy (a fork's copy of its
-//! parent's history) is inherited. Also: the parent sessions found in the corpus.
+//! parent's history, a subagent transcript's copy of its child's answers) is inherited, and so
+//! is a subagent tool result's part for a child whose own records are in the corpus (see
+//! `subagents`). Also: the parent sessions found in the corpus.
 
 use hashbrown::{HashMap, HashSet};
 
-use super::{Corpus, spill};
+use super::{Calls, Corpus, Inherited, spill};
 use crate::js;
 use crate::paths::base_name;
 use crate::usage::Totals;
@@ -13,12 +15,21 @@ use crate::usage::Totals;
 /// 65,536-bucket table (1.1 MB), whatever the size of the corpus.
 const PASS_CALLS: u64 = 50_000;
 
+/// A file that holds billed calls: a session, or a subagent transcript (by its place in the
+/// corpus's lists).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Holder {
+    Session(usize),
+    Transcript(usize),
+}
+
 impl Corpus {
-    /// Cross-session figures: sort, mark inherited calls, own totals, parents in the corpus.
+    /// Cross-session figures: sort, mark inherited calls, own totals, subagents, parents.
     pub(super) fn finish(&mut self) -> std::io::Result<()> {
         self.sessions.sort_by(|a, b| js::cmp_utf16(&a.rel, &b.rel));
         self.rejected.sort_by(|a, b| js::cmp_utf16(a.rel(), b.rel()));
-        // Owner of a billed call = the earliest session holding it (header time, then path).
+        // Owner of a billed call = the earliest session holding it (header time, then path);
+        // transcripts come after every session, in path order.
         let mut order: Vec<usize> = (0..self.sessions.len()).collect();
         order.sort_by(|&a, &b| {
             let (sa, sb) = (&self.sessions[a], &self.sessions[b]);
@@ -26,36 +37,74 @@ impl Corpus {
             let tb = sb.started_ms.unwrap_or(f64::INFINITY);
             ta.total_cmp(&tb).then_with(|| js::cmp_utf16(&sa.rel, &sb.rel))
         });
-        self.mark_inherited(&order, PASS_CALLS)?;
+        let transcripts = (0..self.rejected.len()).filter(|&i| self.rejected[i].transcript.is_some());
+        let holders: Vec<Holder> = order
+            .iter()
+            .map(|&i| Holder::Session(i))
+            .chain(transcripts.map(Holder::Transcript))
+            .collect();
+        self.mark_inherited(&holders, PASS_CALLS)?;
+        self.link_subagents(&order);
+        self.sum_own(&holders)?;
+        self.roll_up_subagents();
+        self.find_parents();
+        Ok(())
+    }
+
+    /// The calls of a holder.
+    pub(super) fn calls_of(&mut self, h: Holder) -> &mut Calls {
+        match h {
+            Holder::Session(i) => &mut self.sessions[i].calls,
+            Holder::Transcript(i) => &mut self.rejected[i].transcript.as_mut().expect("a transcript").calls,
+        }
+    }
+
+    /// Each holder's own totals, in `holders` order, the corpus totals and the naive sum of
+    /// Pi's per-session totals; and which compactions are a fork's copies.
+    fn sum_own(&mut self, holders: &[Holder]) -> std::io::Result<()> {
         let mut seen_compactions: HashSet<u128> = HashSet::new();
         let mut buf = Vec::new();
-        for &i in &order {
-            let s = &mut self.sessions[i];
-            let own = if s.inherited.is_empty() {
-                // The same sums in the same order as the session's own totals.
-                s.row.totals
+        for &h in holders {
+            let spill = std::sync::Arc::clone(&self.spill);
+            let calls = self.calls_of(h);
+            let own = if calls.inherited.is_empty() && matches!(h, Holder::Session(_)) {
+                None
             } else {
-                self.spill.get_into(s.call_totals, &mut buf)?;
+                spill.get_into(calls.totals, &mut buf)?;
                 let mut own = Totals::default();
-                let mut inherited = s.inherited.iter().peekable();
-                for (k, t) in spill::totals(&buf).enumerate() {
-                    if inherited.next_if_eq(&&(k as u32)).is_none() {
+                for (t, why) in spill::totals(&buf).zip(calls.reasons()) {
+                    if why.is_none() {
                         own.merge(&t);
                     }
                 }
-                own
+                Some(own)
             };
-            for c in &mut s.compactions {
-                c.inherited = seen_compactions.contains(&c.identity);
-            }
-            seen_compactions.extend(s.compactions.iter().map(|c| c.identity));
-            s.row.own = own;
+            let (count, inherited) = (calls.count, calls.inherited.len() as u64);
+            self.calls += count;
+            self.inherited_calls += inherited;
+            let own = match h {
+                Holder::Transcript(_) => own.unwrap_or_default(),
+                Holder::Session(i) => {
+                    let s = &mut self.sessions[i];
+                    for c in &mut s.compactions {
+                        c.inherited = seen_compactions.contains(&c.identity);
+                    }
+                    seen_compactions.extend(s.compactions.iter().map(|c| c.identity));
+                    // Without inherited calls: the same sums in the same order as the session's.
+                    let own = own.unwrap_or(s.row.totals);
+                    s.row.own = own;
+                    self.naive_totals.merge(&s.row.totals);
+                    own
+                }
+            };
+            self.calls_of(h).own = own;
             self.totals.merge(&own);
-            self.naive_totals.merge(&s.row.totals);
-            self.inherited_calls += s.inherited.len() as u64;
-            self.calls += s.calls;
         }
-        // parentInCorpus: a scanned file whose name equals that of parentSession (last wins).
+        Ok(())
+    }
+
+    /// parentInCorpus: a scanned file whose name equals that of parentSession (last wins).
+    fn find_parents(&mut self) {
         let mut by_name: HashMap<String, String> = HashMap::new();
         let mut names: Vec<&str> = self
             .sessions
@@ -74,49 +123,67 @@ impl Corpus {
                 .and_then(|p| by_name.get(base_name(p)))
                 .cloned();
         }
-        Ok(())
     }
 
-    /// A call is inherited when a session earlier in `order` holds the same identity. The
-    /// identities are read back from the spill in passes, each over the identities whose
-    /// high bits fall in one part, so the set of those seen stays small however many
-    /// calls the corpus has.
-    fn mark_inherited(&mut self, order: &[usize], pass_calls: u64) -> std::io::Result<()> {
-        let calls: u64 = self.sessions.iter().map(|s| s.calls).sum();
+    /// A call is inherited when a holder earlier in `holders` holds the same identity: a
+    /// session (for a transcript's copy of a session's answer, [`Inherited::Session`]) or
+    /// another copy ([`Inherited::Copy`]); or when it repeats an earlier line of its own file
+    /// ([`Inherited::Repeat`], found by the worker). The identities are read back from the spill in
+    /// passes, each over the identities whose high bits fall in one part, so the set of those
+    /// seen stays small however many calls the corpus has.
+    fn mark_inherited(&mut self, holders: &[Holder], pass_calls: u64) -> std::io::Result<()> {
+        let calls: u64 = holders.iter().map(|&h| self.calls_of(h).count).sum();
         let passes = calls.div_ceil(pass_calls).max(1);
-        let mut seen: HashSet<u128> = HashSet::with_capacity(calls.min(pass_calls * 8 / 7) as usize);
+        // Seen identities, and whether a session holds them.
+        let mut seen: HashMap<u128, bool> = HashMap::with_capacity(calls.min(pass_calls * 8 / 7) as usize);
         let mut fresh: Vec<u128> = Vec::new();
         let mut buf = Vec::new();
-        for pass in 0..passes {
-            seen.clear();
-            for &i in order {
+        for &h in holders {
+            if let Holder::Session(i) = h {
                 let s = &mut self.sessions[i];
-                if s.calls == 0 {
-                    continue;
-                }
-                self.spill.get_into(s.identities, &mut buf)?;
-                fresh.clear();
-                for (k, id) in spill::identities(&buf).enumerate() {
-                    if ((id >> 64) as u64) % passes != pass {
-                        continue;
-                    }
-                    if seen.contains(&id) {
-                        s.inherited.push(k as u32);
-                    } else {
-                        fresh.push(id);
-                    }
-                }
-                seen.extend(fresh.drain(..));
+                s.calls.inherited = s.repeats.iter().map(|&k| (k, Inherited::Repeat)).collect();
             }
         }
-        if passes > 1 {
-            for s in &mut self.sessions {
-                s.inherited.sort_unstable();
+        for pass in 0..passes {
+            seen.clear();
+            for &h in holders {
+                let session = matches!(h, Holder::Session(_));
+                let spill = std::sync::Arc::clone(&self.spill);
+                let repeats = match h {
+                    Holder::Session(i) => self.sessions[i].repeats.clone(),
+                    Holder::Transcript(_) => Vec::new(),
+                };
+                let calls = self.calls_of(h);
+                if calls.count == 0 {
+                    continue;
+                }
+                spill.get_into(calls.identities, &mut buf)?;
+                fresh.clear();
+                for (k, id) in spill::identities(&buf).enumerate() {
+                    if ((id >> 64) as u64) % passes != pass
+                        || (!repeats.is_empty() && repeats.binary_search(&(k as u32)).is_ok())
+                    {
+                        continue;
+                    }
+                    match seen.get(&id) {
+                        Some(true) if !session => calls.inherited.push((k as u32, Inherited::Session)),
+                        Some(_) => calls.inherited.push((k as u32, Inherited::Copy)),
+                        None => fresh.push(id),
+                    }
+                }
+                seen.extend(fresh.drain(..).map(|id| (id, session)));
+            }
+        }
+        for &h in holders {
+            let repeats = matches!(h, Holder::Session(i) if !self.sessions[i].repeats.is_empty());
+            if passes > 1 || repeats {
+                self.calls_of(h).inherited.sort_unstable_by_key(|(k, _)| *k);
             }
         }
         Ok(())
     }
 }
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -135,8 +202,11 @@ mod tests {
                 spill::encode_identities(ids.iter().copied(), &mut buf);
                 SessionSummary {
                     rel: format!("s{i:03}.jsonl"),
-                    identities: spill.put(&buf),
-                    calls: ids.len() as u64,
+                    calls: Calls {
+                        identities: spill.put(&buf),
+                        count: ids.len() as u64,
+                        ..Calls::default()
+                    },
                     started_ms: Some((i % 7) as f64),
                     ..Default::default()
                 }
@@ -198,8 +268,13 @@ mod tests {
             let mut c = corpus_of(&lists, spill);
             let mut order: Vec<usize> = (0..lists.len()).collect();
             order.sort_by_key(|&i| (i % 7, i));
-            c.mark_inherited(&order, pass_calls).unwrap();
-            let got: Vec<Vec<u32>> = c.sessions.iter().map(|s| s.inherited.clone()).collect();
+            let holders: Vec<Holder> = order.iter().map(|&i| Holder::Session(i)).collect();
+            c.mark_inherited(&holders, pass_calls).unwrap();
+            let got: Vec<Vec<u32>> = c
+                .sessions
+                .iter()
+                .map(|s| s.calls.inherited.iter().map(|(k, _)| *k).collect())
+                .collect();
             let want = naive(&lists, &order);
             assert!(
                 want.iter().map(Vec::len).sum::<usize>() > total / 10,

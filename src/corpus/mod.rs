@@ -16,6 +16,7 @@ pub mod cache;
 mod cached;
 mod dedup;
 pub mod spill;
+mod subagents;
 mod worker;
 
 use std::path::PathBuf;
@@ -24,11 +25,11 @@ use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
-use crate::analyze::{FileRecord, FileStatus, SessionAnalysis, SessionFacts};
+use crate::analyze::{FileRecord, FileStatus, SessionFacts};
 use crate::error::ScanIssue;
 use crate::parse::Scratch;
 use crate::scan::{self, FoundFile};
-use crate::usage::Totals;
+use crate::usage::{Totals, UsageRecord};
 use cache::Cache;
 use spill::{Span, Spill};
 
@@ -41,12 +42,14 @@ pub trait Rows: Sync {
     /// Whether rows are kept at all (else files unchanged since the cache's record are not
     /// read again).
     const WANTED: bool;
-    /// Add the rows of one session to `part`; the range they took. Each row must be added
-    /// whole or not at all (a panic in a worker loses its file, not the part's alignment).
-    fn add(&self, part: &mut Self::Part, session: &SessionRef<'_>, a: &SessionAnalysis) -> std::ops::Range<u32>;
+    /// Add the rows of one file's billed calls to `part`; the range they took. Each row must
+    /// be added whole or not at all (a panic in a worker loses its file, not the part's
+    /// alignment).
+    fn add(&self, part: &mut Self::Part, file: &SessionRef<'_>, calls: &[UsageRecord]) -> std::ops::Range<u32>;
 }
 
-/// What a [`Rows`] sink knows of the session whose rows it adds.
+/// What a [`Rows`] sink knows of the file (a session, or a subagent transcript) whose rows it
+/// adds.
 #[derive(Debug, Clone, Copy)]
 pub struct SessionRef<'a> {
     /// Relative to the scanned folder.
@@ -62,7 +65,7 @@ pub struct NoRows;
 impl Rows for NoRows {
     type Part = ();
     const WANTED: bool = false;
-    fn add(&self, _: &mut (), _: &SessionRef<'_>, _: &SessionAnalysis) -> std::ops::Range<u32> {
+    fn add(&self, _: &mut (), _: &SessionRef<'_>, _: &[UsageRecord]) -> std::ops::Range<u32> {
         0..0
     }
 }
@@ -117,6 +120,69 @@ pub struct CompactionRow {
     pub inherited: bool,
 }
 
+/// Why a billed call is left out of a corpus's totals: another record holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inherited {
+    /// A session earlier in the corpus holds the same call (a fork copied it).
+    Copy,
+    /// A subagent tool result's part for a child whose own session is in the corpus.
+    Child,
+    /// The same, for a child whose transcript is in the corpus (and its session is not).
+    Transcript,
+    /// A transcript's copy of an answer that a session in the corpus holds.
+    Session,
+    /// The same entry (id and call) earlier in the same file: a line written twice.
+    Repeat,
+}
+
+impl Inherited {
+    /// The name in frames and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Inherited::Copy => "copy",
+            Inherited::Child => "child",
+            Inherited::Transcript => "transcript",
+            Inherited::Session => "session",
+            Inherited::Repeat => "repeat",
+        }
+    }
+}
+
+/// The billed calls of a file, waiting in the spill, and what the corpus step decided of them.
+#[derive(Debug, Clone, Default)]
+pub struct Calls {
+    /// The identity of each call, in file order.
+    pub identities: Span,
+    /// The totals of each call.
+    pub totals: Span,
+    pub count: u64,
+    /// The calls another record holds: their indices (ascending) and why.
+    pub inherited: Vec<(u32, Inherited)>,
+    /// Their rows in the [`Rows`] sink's parts.
+    pub rows: RowSpan,
+    /// The sum over the calls the file owns.
+    pub own: Totals,
+}
+
+impl Calls {
+    /// Why each call is left out, in file order (`None`: counted).
+    pub fn reasons(&self) -> impl Iterator<Item = Option<Inherited>> + '_ {
+        let mut inherited = self.inherited.iter().peekable();
+        (0..self.count as u32).map(move |k| inherited.next_if(|(i, _)| *i == k).map(|(_, why)| *why))
+    }
+}
+
+/// A subagent tool result's part for one child (a [`crate::usage::Source::Subagent`] call).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct ChildCall {
+    /// The call's index among the session's calls.
+    pub call: u32,
+    pub run_id: Option<String>,
+    pub index: u32,
+    /// The child's session file, as the machine that wrote it named it.
+    pub session_file: Option<String>,
+}
+
 /// What stays in memory of one accepted session after its worker is done. The cache keeps
 /// it as its worker left it (the spans, rows and compactions excepted).
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
@@ -126,27 +192,33 @@ pub struct SessionSummary {
     /// Its [`SessionFacts`] in the corpus's spill ([`Corpus::facts`]).
     #[serde(skip)]
     pub facts: Span,
-    /// The identities of its billed calls, in file order, in the spill.
+    /// Its billed calls.
     #[serde(skip)]
-    pub identities: Span,
-    /// The totals of each billed call, in the spill.
+    pub calls: Calls,
+    /// Its subagent tool results' parts, one per child.
+    pub child_calls: Vec<ChildCall>,
+    /// The subagent runs its tool results name (with or without usage), each once.
+    pub runs: Vec<String>,
+    /// Its calls that repeat an earlier entry of the file, id and call alike (a line written
+    /// twice: one call), ascending.
+    pub repeats: Vec<u32>,
+    /// The session that spawned it as a subagent (set by the corpus step).
     #[serde(skip)]
-    pub call_totals: Span,
-    /// Billed calls.
+    pub spawned_by: Option<String>,
+    /// The sessions it spawned (set by the corpus step).
     #[serde(skip)]
-    pub calls: u64,
-    /// Indices of the calls an earlier session holds too (set by the corpus step).
+    pub children: Vec<String>,
+    /// What its subagents cost: the calls its children (and theirs) own, the transcripts of
+    /// children whose session is missing, and its tool results' parts for children found
+    /// nowhere else (set by the corpus step).
     #[serde(skip)]
-    pub inherited: Vec<u32>,
+    pub subagent: Totals,
     /// Header `id`.
     pub session_id: Option<String>,
     /// `parentSession` as a string, when it is truthy.
     pub parent_session: Option<String>,
     /// The scanned file that `parentSession` names (set by the corpus step).
     pub parent_in_corpus: Option<String>,
-    /// Its rows in the [`Rows`] sink's parts.
-    #[serde(skip)]
-    pub rows: RowSpan,
     /// One row per compaction entry, in file order (only when [`Rows::WANTED`]).
     #[serde(skip)]
     pub compactions: Vec<CompactionRow>,
@@ -182,6 +254,22 @@ pub struct RejectedFile {
     /// Where it is.
     pub path: PathBuf,
     pub record: FileRecord,
+    /// A subagent transcript's answers.
+    pub transcript: Option<Transcript>,
+}
+
+/// The answers a subagent transcript artifact holds: copies of its child's calls, counted only
+/// where no session holds them.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Transcript {
+    #[serde(skip)]
+    pub calls: Calls,
+    /// `runId` and `childIndex` of its records.
+    pub run_id: Option<String>,
+    pub child_index: Option<u32>,
+    /// The session whose subagent run it records (set by the corpus step).
+    #[serde(skip)]
+    pub spawned_by: Option<String>,
 }
 
 impl RejectedFile {
@@ -227,6 +315,11 @@ impl Corpus {
         self.rejected.iter().filter(|r| r.record.not_session())
     }
 
+    /// Its subagent transcripts (also among [`Corpus::not_sessions`]).
+    pub fn transcripts(&self) -> impl Iterator<Item = &RejectedFile> {
+        self.rejected.iter().filter(|r| r.transcript.is_some())
+    }
+
     /// The facts of one of its sessions, read back from the spill.
     pub fn facts(&self, s: &SessionSummary) -> std::io::Result<SessionFacts> {
         let bytes = self.spill.get(s.facts)?;
@@ -235,15 +328,9 @@ impl Corpus {
 }
 
 impl SessionSummary {
-    /// Calls copied from an earlier session (after the corpus step).
+    /// Calls another record holds (after the corpus step).
     pub fn inherited_calls(&self) -> u64 {
-        self.inherited.len() as u64
-    }
-
-    /// Whether each call is copied from an earlier session, in file order.
-    pub fn inherited_flags(&self) -> impl Iterator<Item = bool> + '_ {
-        let mut inherited = self.inherited.iter().peekable();
-        (0..self.calls as u32).map(move |k| inherited.next_if_eq(&&k).is_some())
+        self.calls.inherited.len() as u64
     }
 }
 
@@ -339,10 +426,15 @@ fn analyze_one<R: Rows>(
     };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
         Ok(worker::Settled::Session(mut s)) => {
-            s.rows.part = part_id;
+            s.calls.rows.part = part_id;
             worker::Settled::Session(s)
         }
-        Ok(settled) => settled,
+        Ok(worker::Settled::Rejected(mut r)) => {
+            if let Some(t) = &mut r.transcript {
+                t.calls.rows.part = part_id;
+            }
+            worker::Settled::Rejected(r)
+        }
         Err(payload) => {
             // The scratch buffers may hold anything now: start them afresh.
             *scratch = Scratch::default();

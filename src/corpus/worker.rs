@@ -4,12 +4,15 @@ use serde_json::Value;
 
 use super::cache::Cache;
 use super::spill::{self, Span, Spill};
-use super::{CompactionRow, RejectedFile, Row, RowSpan, Rows, SessionRef, SessionSummary};
+use super::{
+    Calls, ChildCall, CompactionRow, RejectedFile, Row, RowSpan, Rows, SessionRef, SessionSummary, Transcript,
+};
 use crate::analyze::{FileAnalysis, FileRecord, FileStatus, SessionAnalysis, SessionFacts, analyze_parsed};
 use crate::js;
+use crate::parse::entry::{Body, Entry, TranscriptRecord};
 use crate::parse::{ParsedFile, Prefix, ResumePoint, Scratch};
 use crate::scan::{self, FoundFile};
-use crate::usage::Totals;
+use crate::usage::{Totals, UsageRecord};
 
 /// What every file of a scan is analysed with.
 pub(super) struct Work<'a, R> {
@@ -18,11 +21,12 @@ pub(super) struct Work<'a, R> {
     pub spill: &'a Spill,
 }
 
-/// What a worker makes of a file (and what the cache keeps of it).
-#[derive(serde::Serialize, serde::Deserialize)]
+/// What a worker makes of a file.
 pub(super) enum Outcome {
     Session(Box<Finished>),
-    Rejected(RejectedFile),
+    /// A file that is not a session pisa could read; with the billed calls of a subagent
+    /// transcript (their identities and totals, as for a session).
+    Rejected(Box<RejectedFile>, Option<(Vec<u8>, Vec<u8>)>),
 }
 
 /// A session as its worker left it, before its bulk goes to the spill. The facts and billed
@@ -58,11 +62,12 @@ pub(super) struct Written {
 }
 
 impl Outcome {
-    /// Move the session's bulk to the spill: its facts, identities and totals, one after the
-    /// other.
+    /// Move the file's bulk to the spill: a session's facts, identities and totals, one after
+    /// the other (a transcript's calls without facts).
     pub fn settle(self, spill: &Spill) -> (Settled, Option<Written>) {
-        match self {
-            Outcome::Rejected(r) => (Settled::Rejected(Box::new(r)), None),
+        let (facts, identities, call_totals, settled) = match self {
+            Outcome::Rejected(r, None) => return (Settled::Rejected(r), None),
+            Outcome::Rejected(r, Some((identities, totals))) => (Vec::new(), identities, totals, Settled::Rejected(r)),
             Outcome::Session(f) => {
                 let Finished {
                     summary,
@@ -70,30 +75,43 @@ impl Outcome {
                     identities,
                     call_totals,
                 } = *f;
-                let parts = [facts.len() as u64, identities.len() as u64, call_totals.len() as u64];
-                let mut bytes = Vec::with_capacity(parts.iter().sum::<u64>() as usize);
-                bytes.extend_from_slice(&facts);
-                bytes.extend_from_slice(&identities);
-                bytes.extend_from_slice(&call_totals);
-                let span = spill.put(&bytes);
-                (
-                    Settled::Session(Box::new(with_bulk(summary, span, parts))),
-                    Some(Written { span, parts, bytes }),
-                )
+                (facts, identities, call_totals, Settled::Session(Box::new(summary)))
             }
-        }
+        };
+        let parts = [facts.len() as u64, identities.len() as u64, call_totals.len() as u64];
+        let mut bytes = Vec::with_capacity(parts.iter().sum::<u64>() as usize);
+        bytes.extend_from_slice(&facts);
+        bytes.extend_from_slice(&identities);
+        bytes.extend_from_slice(&call_totals);
+        let span = spill.put(&bytes);
+        (settled.with_bulk(span, parts), Some(Written { span, parts, bytes }))
     }
 }
 
-/// A session's summary pointing at its bulk, written at `span` in `parts`.
-pub(super) fn with_bulk(mut summary: SessionSummary, span: Span, parts: [u64; 3]) -> SessionSummary {
-    let [facts, identities, totals] = parts;
-    let part = |at: u64, len: u64| span.part(at, len).unwrap_or_default();
-    summary.facts = part(0, facts);
-    summary.identities = part(facts, identities);
-    summary.call_totals = part(facts + identities, totals);
-    summary.calls = identities / spill::IDENTITY_BYTES as u64;
-    summary
+impl Settled {
+    /// The file pointing at its bulk, written at `span` in `parts`.
+    pub(super) fn with_bulk(self, span: Span, parts: [u64; 3]) -> Settled {
+        let [facts, identities, totals] = parts;
+        let part = |at: u64, len: u64| span.part(at, len).unwrap_or_default();
+        let point = |calls: &mut super::Calls| {
+            calls.identities = part(facts, identities);
+            calls.totals = part(facts + identities, totals);
+            calls.count = identities / spill::IDENTITY_BYTES as u64;
+        };
+        match self {
+            Settled::Session(mut s) => {
+                s.facts = part(0, facts);
+                point(&mut s.calls);
+                Settled::Session(s)
+            }
+            Settled::Rejected(mut r) => {
+                if let Some(t) = &mut r.transcript {
+                    point(&mut t.calls);
+                }
+                Settled::Rejected(r)
+            }
+        }
+    }
 }
 
 impl<R: Rows> Work<'_, R> {
@@ -104,30 +122,70 @@ impl<R: Rows> Work<'_, R> {
                 stats,
                 reason,
                 pi_entries,
+                transcript,
             } => {
                 let not_session = crate::analyze::not_a_session(&f.rel, pi_entries);
-                Outcome::Rejected(RejectedFile {
-                    path: f.path.clone(),
-                    record: FileRecord::rejected(&f.rel, &stats, &reason, not_session),
-                })
+                let record = FileRecord::rejected(&f.rel, &stats, &reason, not_session, transcript.is_some());
+                match transcript {
+                    None => Outcome::Rejected(
+                        Box::new(RejectedFile {
+                            path: f.path.clone(),
+                            record,
+                            transcript: None,
+                        }),
+                        None,
+                    ),
+                    Some(records) => self.transcript(f, record, &records, part),
+                }
             }
             FileAnalysis::Session(a) => Outcome::Session(Box::new(self.finished(f, &a, part))),
         }
+    }
+
+    /// A subagent transcript: its answers as billed calls, their rows added to `part`.
+    fn transcript(
+        &self,
+        f: &FoundFile,
+        record: FileRecord,
+        records: &[TranscriptRecord],
+        part: &mut R::Part,
+    ) -> Outcome {
+        let calls = crate::usage::transcript_records(records);
+        let (identities, call_totals, _) = encode_calls(&calls);
+        let project = crate::analyze::project_of_path(&f.rel);
+        let file = SessionRef {
+            rel: &f.rel,
+            session_id: None,
+            project: &project,
+        };
+        let rows = self.rows.add(part, &file, &calls);
+        let first = records.iter().find(|r| r.run_id.is_some());
+        let transcript = Transcript {
+            calls: Calls {
+                rows: RowSpan {
+                    part: 0,
+                    start: rows.start,
+                    len: rows.end - rows.start,
+                },
+                ..Calls::default()
+            },
+            run_id: first.and_then(|r| r.run_id.as_deref()).map(str::to_string),
+            child_index: first.and_then(|r| r.child_index),
+            spawned_by: None,
+        };
+        let file = RejectedFile {
+            path: f.path.clone(),
+            record,
+            transcript: Some(transcript),
+        };
+        Outcome::Rejected(Box::new(file), Some((identities, call_totals)))
     }
 
     /// An accepted session: its summary, facts and billed calls, its rows added to `part`.
     fn finished(&self, f: &FoundFile, a: &SessionAnalysis, part: &mut R::Part) -> Finished {
         let facts = SessionFacts::of(&f.rel, a);
         let records = &a.accounting.records;
-        let mut identities = Vec::new();
-        spill::encode_identities(records.iter().map(|r| r.identity), &mut identities);
-        // The session's totals, summed in file order while each call's are encoded.
-        let mut totals = Totals::default();
-        let mut call_totals = Vec::new();
-        spill::encode_totals(
-            records.iter().map(record_totals).inspect(|t| totals.merge(t)),
-            &mut call_totals,
-        );
+        let (identities, call_totals, totals) = encode_calls(records);
         let parent = &a.tree.header.parent_session;
         let session_id = a.tree.header.id.as_deref();
         let session = SessionRef {
@@ -135,17 +193,23 @@ impl<R: Rows> Work<'_, R> {
             session_id,
             project: &facts.project,
         };
-        let rows = self.rows.add(part, &session, a);
+        let rows = self.rows.add(part, &session, records);
         let summary = SessionSummary {
             rel: f.rel.clone(),
             path: f.path.clone(),
             session_id: session_id.map(str::to_string),
             parent_session: js::js_truthy(parent).then(|| js::js_string_of(parent).into_owned()),
-            rows: RowSpan {
-                part: 0,
-                start: rows.start,
-                len: rows.end - rows.start,
+            calls: Calls {
+                rows: RowSpan {
+                    part: 0,
+                    start: rows.start,
+                    len: rows.end - rows.start,
+                },
+                ..Calls::default()
             },
+            child_calls: child_calls(records),
+            runs: subagent_runs(&a.tree.entries),
+            repeats: repeats(records),
             compactions: if R::WANTED { compaction_rows(a) } else { Vec::new() },
             started_ms: a.started_ms,
             damaged: a.is_damaged(),
@@ -206,7 +270,7 @@ pub(super) fn unreadable(f: &FoundFile, e: crate::Error) -> Outcome {
         Error::Changed { .. } => FileStatus::Changed,
         Error::Read { .. } | Error::NotAFile { .. } | Error::Spill { .. } => FileStatus::Unreadable,
     };
-    Outcome::Rejected(record(f, status, e.to_string()))
+    Outcome::Rejected(Box::new(record(f, status, e.to_string())), None)
 }
 
 /// A file with no session pisa could read, and why.
@@ -218,6 +282,7 @@ pub(super) fn record(f: &FoundFile, status: FileStatus, reason: String) -> Rejec
             status,
             reason,
         },
+        transcript: None,
     }
 }
 
@@ -289,8 +354,66 @@ fn json_text(v: &Value) -> Option<String> {
     }
 }
 
-fn record_totals(r: &crate::usage::UsageRecord) -> Totals {
+fn record_totals(r: &UsageRecord) -> Totals {
     let mut t = Totals::default();
     t.add_record(r);
     t
+}
+
+/// The identities and totals of billed calls in the spill's encoding, and their sum (in file
+/// order).
+fn encode_calls(records: &[UsageRecord]) -> (Vec<u8>, Vec<u8>, Totals) {
+    let mut identities = Vec::new();
+    spill::encode_identities(records.iter().map(|r| r.identity), &mut identities);
+    let mut totals = Totals::default();
+    let mut call_totals = Vec::new();
+    spill::encode_totals(
+        records.iter().map(record_totals).inspect(|t| totals.merge(t)),
+        &mut call_totals,
+    );
+    (identities, call_totals, totals)
+}
+
+/// The calls that repeat an earlier entry of the file: the same entry id and the same call.
+/// Pi counts such a line twice in its own figures; it is one call.
+fn repeats(records: &[UsageRecord]) -> Vec<u32> {
+    let mut seen: hashbrown::HashSet<(&str, u128)> = hashbrown::HashSet::new();
+    let mut out = Vec::new();
+    for (k, r) in records.iter().enumerate() {
+        if let Some(id) = r.entry_id.as_deref()
+            && !seen.insert((id, r.identity))
+        {
+            out.push(k as u32);
+        }
+    }
+    out
+}
+
+/// The subagent runs a session's tool results name, each once, in file order.
+fn subagent_runs(entries: &[Entry]) -> Vec<String> {
+    let mut runs: Vec<String> = Vec::new();
+    for e in entries {
+        if let Body::Message(m) = &e.body {
+            for run in &m.subagent_runs {
+                if !runs.iter().any(|r| **r == **run) {
+                    runs.push(run.to_string());
+                }
+            }
+        }
+    }
+    runs
+}
+
+/// The children of a session's subagent tool results, by the call that stands for each.
+fn child_calls(records: &[UsageRecord]) -> Vec<ChildCall> {
+    let child = |(call, r): (usize, &UsageRecord)| {
+        let c = r.child.as_deref()?;
+        Some(ChildCall {
+            call: call as u32,
+            run_id: c.run_id.as_deref().map(str::to_string),
+            index: c.index,
+            session_file: c.session_file.as_deref().map(str::to_string),
+        })
+    };
+    records.iter().enumerate().filter_map(child).collect()
 }

@@ -205,17 +205,34 @@ fn usage(corpus: &Corpus, parts: Vec<UsageColumns>) -> PolarsResult<DataFrame> {
     let Some(all) = all else {
         return UsageColumns::default().finish();
     };
+    // The sessions' rows in corpus order, then the transcripts'.
     let mut order: Vec<IdxSize> = Vec::new();
-    let mut inherited: Vec<bool> = Vec::new();
-    for s in &corpus.sessions {
-        let first = offsets[s.rows.part as usize] + s.rows.start as IdxSize;
-        order.extend(first..first + s.rows.len as IdxSize);
-        inherited.extend(s.inherited_flags());
+    let mut reasons: Vec<Option<&'static str>> = Vec::new();
+    let mut spawned_by: Vec<Option<&str>> = Vec::new();
+    let files = corpus
+        .sessions
+        .iter()
+        .map(|s| (&s.calls, s.spawned_by.as_deref()))
+        .chain(
+            corpus
+                .rejected
+                .iter()
+                .filter_map(|r| r.transcript.as_ref())
+                .map(|t| (&t.calls, t.spawned_by.as_deref())),
+        );
+    for (calls, parent) in files {
+        let first = offsets[calls.rows.part as usize] + calls.rows.start as IdxSize;
+        order.extend(first..first + calls.rows.len as IdxSize);
+        reasons.extend(calls.reasons().map(|why| why.map(crate::corpus::Inherited::name)));
+        spawned_by.extend(std::iter::repeat_n(parent, calls.rows.len as usize));
     }
-    assert_eq!(order.len(), inherited.len(), "one row per billed call");
+    assert_eq!(order.len(), reasons.len(), "one row per billed call");
     let mut frame = all.take(&IdxCa::from_vec("".into(), order))?;
     frame.rechunk_mut();
+    let inherited: Vec<bool> = reasons.iter().map(Option::is_some).collect();
     frame.replace("inherited", Column::new("inherited".into(), inherited))?;
+    frame.replace("inherited_reason", Column::new("inherited_reason".into(), reasons))?;
+    frame.replace("spawned_by", Column::new("spawned_by".into(), spawned_by))?;
     Ok(frame)
 }
 
@@ -255,6 +272,10 @@ fn session_row(t: &mut Table, s: &SessionSummary, m: &SessionFacts) {
         ("name", Str(s.row.name.as_deref())),
         ("parent_session", Str(m.parent_session.0.as_str())),
         ("parent_in_corpus", Str(s.parent_in_corpus.as_deref())),
+        ("spawned_by", Str(s.spawned_by.as_deref())),
+        ("children", U64(Some(s.children.len() as u64))),
+        ("subagent_tokens", F64(Some(s.subagent.tokens()))),
+        ("subagent_cost", F64(Some(s.subagent.cost))),
         ("version", I64(m.version.0.as_i64())),
         ("migrated_from", I64(m.migrated_from.0.as_i64())),
         ("started_at", Time(time_of(s.row.started.as_deref(), None))),
@@ -266,7 +287,7 @@ fn session_row(t: &mut Table, s: &SessionSummary, m: &SessionFacts) {
         ("user_messages", U64(stats.map(|st| st.user_messages))),
         ("assistant_messages", U64(stats.map(|st| st.assistant_messages))),
         ("tool_results", U64(stats.map(|st| st.tool_results))),
-        ("billed_calls", U64(Some(s.calls))),
+        ("billed_calls", U64(Some(s.calls.count))),
         ("inherited_calls", U64(Some(s.inherited_calls()))),
         ("input", F64(tokens.and_then(|t| pi_number(&t.input)))),
         ("output", F64(tokens.and_then(|t| pi_number(&t.output)))),
@@ -347,6 +368,7 @@ fn file_row(t: &mut Table, s: &SessionSummary, m: &SessionFacts) {
         ("bytes", U64(Some(m.bytes))),
         ("lines", U64(Some(m.lines))),
         ("session_id", Str(session_id(s))),
+        ("spawned_by", Str(s.spawned_by.as_deref())),
         ("damaged", Bool(s.damaged)),
         ("malformed_lines", U64(Some(m.damage.malformed_lines))),
         ("first_damage_line", U64(first_damage.map(|d| d.line))),
@@ -365,6 +387,7 @@ fn rejected_rows(t: &mut Table, corpus: &Corpus) {
             _ => None,
         };
         let status = match rejection {
+            Some(x) if x.transcript => "artifact",
             Some(x) if x.not_session => "not_session",
             _ => r.record.status.name(),
         };
@@ -376,6 +399,10 @@ fn rejected_rows(t: &mut Table, corpus: &Corpus) {
             ("bytes", U64(rejection.map(|x| x.bytes))),
             ("lines", U64(rejection.map(|x| x.lines))),
             ("session_id", Str(None)),
+            (
+                "spawned_by",
+                Str(r.transcript.as_ref().and_then(|t| t.spawned_by.as_deref())),
+            ),
             ("damaged", Bool(false)),
             ("malformed_lines", U64(None)),
             ("first_damage_line", U64(None)),
@@ -392,6 +419,7 @@ fn rejected_rows(t: &mut Table, corpus: &Corpus) {
             ("bytes", U64(None)),
             ("lines", U64(None)),
             ("session_id", Str(None)),
+            ("spawned_by", Str(None)),
             ("damaged", Bool(false)),
             ("malformed_lines", U64(None)),
             ("first_damage_line", U64(None)),

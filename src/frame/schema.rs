@@ -56,9 +56,18 @@ pub const USAGE: &[Col] = &[
         Str,
         "who or where the export comes from: `pisa export --source`, default the host name",
     ),
-    c("session_id", Str, "header `id` of the session file"),
+    c(
+        "session_id",
+        Str,
+        "header `id` of the session file (none for a subagent transcript)",
+    ),
     c("file", Str, "path of the file relative to the scanned folder"),
     c("project", Str, "the header's `cwd` (else the folder name decoded)"),
+    c(
+        "spawned_by",
+        Str,
+        "the session that ran this file's session (or transcript) as a subagent (relative path)",
+    ),
     c("entry_id", Str, "`id` of the entry (`#<n>` in a migrated v1 file)"),
     c(
         "entry_index",
@@ -69,7 +78,7 @@ pub const USAGE: &[Col] = &[
     c(
         "origin",
         Str,
-        "`assistant`, `usage`, `tool`, `compaction` or `branch_summary`",
+        "`assistant`, `usage`, `tool`, `compaction`, `branch_summary`; `subagent` (one child's part of a subagent tool result's usage) or `transcript` (an answer read from a subagent transcript)",
     ),
     c(
         "kind",
@@ -94,7 +103,12 @@ pub const USAGE: &[Col] = &[
     c(
         "inherited",
         Bool,
-        "a copy of a call an earlier session owns (fork history); leave out to count each call once",
+        "a call another record holds (see `inherited_reason`); leave out to count each call once",
+    ),
+    c(
+        "inherited_reason",
+        Str,
+        "`copy` (an earlier session holds the same call: fork history), `child` (a subagent part whose child session is in the scan), `transcript` (the same, with the child's transcript), `session` (a transcript's copy of a session's answer), `repeat` (the same entry, id and call, earlier in the file: a line written twice)",
     ),
     c("input", F64, "input tokens"),
     c("output", F64, "output tokens (reasoning included)"),
@@ -141,6 +155,18 @@ pub const SESSIONS: &[Col] = &[
         Str,
         "that parent, when it was scanned too (relative path)",
     ),
+    c(
+        "spawned_by",
+        Str,
+        "the session that ran this one as a subagent (relative path)",
+    ),
+    c("children", U64, "sessions this one ran as subagents"),
+    c(
+        "subagent_tokens",
+        F64,
+        "tokens of the calls its subagents own (children, theirs, and their transcripts or parts where their sessions are missing)",
+    ),
+    c("subagent_cost", F64, "USD of the same"),
     c("version", I64, "format version after Pi's migration (3)"),
     c("migrated_from", I64, "the version on disk when Pi migrates it (1 or 2)"),
     c("started_at", Time, "header timestamp"),
@@ -279,12 +305,17 @@ pub const FILES: &[Col] = &[
     c(
         "status",
         Str,
-        "`ok`, `not_session` (not a Pi session: Pi skips it, and so does pisa, with exit code 0), `rejected` (a session Pi would not load), `unreadable`, `gone` (removed after the scan found it), `changed` (written to during two reads) or `failed` (an error in pisa)",
+        "`ok`, `not_session` (not a Pi session: Pi skips it, and so does pisa, with exit code 0), `artifact` (a subagent transcript: read for the calls no session holds, exit code 0), `rejected` (a session Pi would not load), `unreadable`, `gone` (removed after the scan found it), `changed` (written to during two reads) or `failed` (an error in pisa)",
     ),
     c("reason", Str, "why it was rejected or unreadable"),
     c("bytes", U64, "file size"),
     c("lines", U64, "physical lines"),
     c("session_id", Str, "header `id` of an accepted file"),
+    c(
+        "spawned_by",
+        Str,
+        "the session that ran it as a subagent (a session or a subagent transcript; relative path)",
+    ),
     c("damaged", Bool, "accepted, but lines were skipped"),
     c("malformed_lines", U64, "lines Pi skips"),
     c("first_damage_line", U64, "first skipped line (0-based)"),

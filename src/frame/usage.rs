@@ -7,7 +7,6 @@
 use polars::prelude::*;
 
 use super::schema::{SOURCE, USAGE};
-use crate::analyze::SessionAnalysis;
 use crate::corpus::{Rows, SessionRef};
 use crate::usage::UsageRecord;
 
@@ -19,17 +18,17 @@ impl Rows for UsageRows {
     type Part = UsageColumns;
     const WANTED: bool = true;
 
-    fn add(&self, part: &mut UsageColumns, s: &SessionRef<'_>, a: &SessionAnalysis) -> std::ops::Range<u32> {
+    fn add(&self, part: &mut UsageColumns, s: &SessionRef<'_>, calls: &[UsageRecord]) -> std::ops::Range<u32> {
         let start = part.len;
-        for r in &a.accounting.records {
+        for r in calls {
             part.push(s, r);
         }
         start..part.len
     }
 }
 
-/// One worker's rows of the usage frame, a typed column each (`source` and `inherited` are
-/// set when the frame is built).
+/// One worker's rows of the usage frame, a typed column each (`source`, `spawned_by` and
+/// `inherited` with its reason are set when the frame is built).
 pub struct UsageColumns {
     len: u32,
     strings: [StringChunkedBuilder; 12],
@@ -172,6 +171,9 @@ impl UsageColumns {
         ));
         columns.push(s("on_active_path", Series::new("".into(), on_active_path)));
         columns.push(s("inherited", Series::new("".into(), vec![false; len as usize])));
+        let none: Vec<Option<&str>> = vec![None; len as usize];
+        columns.push(s("inherited_reason", Series::new("".into(), &none)));
+        columns.push(s("spawned_by", Series::new("".into(), &none)));
         columns.push(s("cache_write_1h", Series::new("".into(), cache_write_1h)));
         columns.push(s("reasoning", Series::new("".into(), reasoning)));
         for (name, values) in NUMBERS.into_iter().zip(numbers) {

@@ -152,6 +152,41 @@ pub enum Body {
     ThinkingLevel(#[serde(with = "crate::js::jv_text")] Jv),
     CustomMessage(Box<CustomMessage>),
     SessionInfo(#[serde(with = "crate::js::jv_text")] Jv),
+    /// A record of a subagent transcript (`{"version":1,"recordType":...}`, no `type`): not
+    /// an entry Pi knows, read only where pisa reads the file as a transcript.
+    Transcript(Box<TranscriptRecord>),
+}
+
+/// A record of a pi-subagents transcript artifact (see docs/subagents.md): the run and child it
+/// belongs to, and for an assistant message record the child's message as it was.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default)]
+pub struct TranscriptRecord {
+    pub run_id: Option<Box<str>>,
+    pub child_index: Option<u32>,
+    /// `recordType` is `message`, `role` is `assistant` and `message` is an object: the child's
+    /// answer, with its usage.
+    pub answer: Option<Box<Message>>,
+}
+
+/// One child's part of a subagent tool result's usage (pi-subagents >= 0.59 sums its children's
+/// usage into the tool result's `usage`, and keeps each child's in `details.results[i]`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, Default, PartialEq)]
+pub struct ChildUsage {
+    /// `details.runId` (of the tool result, or of the completion it is in).
+    pub run_id: Option<Box<str>>,
+    /// `results[i].index`, else its place in `results`.
+    pub index: u32,
+    /// `results[i].sessionFile`: the child's session file, an absolute path of the machine
+    /// that wrote it.
+    pub session_file: Option<Box<str>>,
+    /// `results[i].model`.
+    pub model: Option<Box<str>>,
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+    /// `results[i].usage.cost` (a number: the total).
+    pub cost: f64,
 }
 
 /// The header line (`type == "session"`).
@@ -223,6 +258,14 @@ pub struct Message {
     pub thinking_level: Option<Box<str>>,
     /// `message.timestamp` (Unix ms) when a number.
     pub timestamp_ms: Option<f64>,
+    /// `responseId` of an assistant message, when a string.
+    pub response_id: Option<Box<str>>,
+    /// A tool result's `details.results[].usage` (and `details.completions[].results[]`),
+    /// where a subagent extension put its children's usage.
+    pub children: Vec<ChildUsage>,
+    /// The subagent runs a tool result names (`details.runId`, `details.completions[].runId`),
+    /// with or without their children's usage: what links a run's transcripts to its session.
+    pub subagent_runs: Vec<Box<str>>,
     /// Characters for roles with their own rule (bashExecution, branchSummary, compactionSummary).
     pub own_chars: Chars,
     /// System-message data for the replay.

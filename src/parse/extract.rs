@@ -250,6 +250,7 @@ struct MessageFields<'t, 'i> {
     tools_added: Option<V<'t, 'i>>,
     tools_removed: Option<V<'t, 'i>>,
     timestamp: Option<V<'t, 'i>>,
+    details: Option<V<'t, 'i>>,
 }
 
 /// Read a message object (also used for a compaction's `systemMessage`).
@@ -282,6 +283,8 @@ pub fn message_of(v: V<'_, '_>, ctx: &mut LineCtx<'_>) -> Message {
             "sections" => f.sections = Some(val),
             "toolsAdded" => f.tools_added = Some(val),
             "toolsRemoved" => f.tools_removed = Some(val),
+            "responseId" => m.response_id = val.as_str().map(Into::into),
+            "details" => f.details = Some(val),
             _ => {}
         }
     }
@@ -316,7 +319,57 @@ pub fn message_of(v: V<'_, '_>, ctx: &mut LineCtx<'_>) -> Message {
     if m.role == Role::System {
         m.system = Some(Box::new(system_info(&m.content, &f, ctx)));
     }
+    if m.role == Role::ToolResult
+        && let Some(details) = f.details
+    {
+        (m.children, m.subagent_runs) = children(details, marks);
+    }
     m
+}
+
+/// The children's usage a subagent tool result carries in its `details`: `results[i].usage`
+/// (`{input, output, cacheRead, cacheWrite, cost, turns}`), and the same in each of
+/// `completions[].results[]` (`bg_wait`). Results without a usage object are left out; the
+/// run ids are kept either way.
+fn children(details: V<'_, '_>, marks: Marks<'_>) -> (Vec<ChildUsage>, Vec<Box<str>>) {
+    let mut out = Vec::new();
+    let mut runs = Vec::new();
+    let mut add = |holder: V<'_, '_>| {
+        let run_id: Option<Box<str>> = holder.get("runId").and_then(Val::as_str).map(Into::into);
+        runs.extend(run_id.clone());
+        for (i, r) in holder
+            .get("results")
+            .and_then(Val::items)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let Some(u) = r.get("usage").filter(|u| u.pairs().is_some()) else {
+                continue;
+            };
+            let num = |k: &str| u.get(k).and_then(|v| v.number(marks)).unwrap_or(0.0);
+            out.push(ChildUsage {
+                run_id: run_id.clone(),
+                index: r
+                    .get("index")
+                    .and_then(|v| v.number(marks))
+                    .filter(|n| n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(n))
+                    .map_or(i as u32, |n| n as u32),
+                session_file: r.get("sessionFile").and_then(Val::as_str).map(Into::into),
+                model: r.get("model").and_then(Val::as_str).map(Into::into),
+                input: num("input"),
+                output: num("output"),
+                cache_read: num("cacheRead"),
+                cache_write: num("cacheWrite"),
+                cost: num("cost"),
+            });
+        }
+    };
+    add(details);
+    for c in details.get("completions").and_then(Val::items).into_iter().flatten() {
+        add(c);
+    }
+    (out, runs)
 }
 
 /// What a system message adds to the estimate and to the replayed prompt: its sections and
@@ -431,6 +484,10 @@ struct Fields<'t, 'i> {
     version: Option<V<'t, 'i>>,
     cwd: Option<V<'t, 'i>>,
     parent_session: Option<V<'t, 'i>>,
+    record_type: Option<V<'t, 'i>>,
+    run_id: Option<V<'t, 'i>>,
+    child_index: Option<V<'t, 'i>>,
+    role: Option<V<'t, 'i>>,
 }
 
 impl<'t, 'i> Fields<'t, 'i> {
@@ -461,6 +518,10 @@ impl<'t, 'i> Fields<'t, 'i> {
                 "version" => &mut f.version,
                 "cwd" => &mut f.cwd,
                 "parentSession" => &mut f.parent_session,
+                "recordType" => &mut f.record_type,
+                "runId" => &mut f.run_id,
+                "childIndex" => &mut f.child_index,
+                "role" => &mut f.role,
                 _ => continue,
             };
             *slot = Some(val);
@@ -565,7 +626,29 @@ fn body_of(ty: &EntryType, f: &Fields<'_, '_>, ctx: &mut LineCtx<'_>) -> Body {
             },
         })),
         EntryType::SessionInfo => Body::SessionInfo(jv(f.name, marks)),
+        EntryType::NoType if f.record_type.is_some_and(|r| r.as_str().is_some()) => {
+            Body::Transcript(Box::new(transcript_record(f, ctx)))
+        }
         _ => Body::None,
+    }
+}
+
+/// A record of a subagent transcript (see docs/subagents.md §2.6).
+fn transcript_record(f: &Fields<'_, '_>, ctx: &mut LineCtx<'_>) -> TranscriptRecord {
+    let marks = ctx.marks;
+    let answer =
+        f.record_type.and_then(Val::as_str) == Some("message") && f.role.and_then(Val::as_str) == Some("assistant");
+    TranscriptRecord {
+        run_id: str_box(f.run_id),
+        child_index: f
+            .child_index
+            .and_then(|v| v.number(marks))
+            .filter(|n| n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(n))
+            .map(|n| n as u32),
+        answer: f
+            .message
+            .filter(|m| answer && m.pairs().is_some())
+            .map(|m| Box::new(message_of(m, ctx))),
     }
 }
 

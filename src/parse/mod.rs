@@ -15,7 +15,7 @@ pub mod tape;
 use memchr::memchr_iter;
 use simd_json::tape::Tape;
 
-use entry::{Body, Entry, EntryType, Header};
+use entry::{Body, Entry, EntryType, Header, TranscriptRecord};
 use extract::LineCtx;
 use tape::{Marks, Val};
 
@@ -146,6 +146,8 @@ pub struct ParsedFile {
     /// Some kept value is an entry of a type Pi writes (a header included): a rejected file
     /// with such entries is a session Pi cannot load, not a file of something else.
     pub pi_entries: bool,
+    /// A rejected file whose first value is a subagent transcript record: its records.
+    pub transcript: Option<Vec<TranscriptRecord>>,
 }
 
 impl ParsedFile {
@@ -580,7 +582,14 @@ impl FileParser {
         };
         if out.reject.is_some() {
             out.pi_entries = out.entries.iter().any(|e| e.ty.is_pi());
-            out.entries = Vec::new();
+            let entries = std::mem::take(&mut out.entries);
+            if matches!(entries.first().map(|e| &e.body), Some(Body::Transcript(_))) {
+                let records = entries.into_iter().filter_map(|e| match e.body {
+                    Body::Transcript(r) => Some(*r),
+                    _ => None,
+                });
+                out.transcript = Some(records.collect());
+            }
             resume = ResumePoint::default();
         }
         (out, resume)

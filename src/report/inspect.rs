@@ -11,14 +11,45 @@ use crate::analyze::facts::Effect;
 use crate::analyze::{SessionAnalysis, SessionFacts};
 use crate::js::JsVal;
 
-/// The inspect report as JSON: the session's facts plus the projection by role.
-pub fn to_json(rel: &str, a: &SessionAnalysis) -> impl serde::Serialize {
+/// A subagent session of the inspected one and what it spent (its own calls).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildSpend {
+    /// Relative to the inspected session's folder.
+    pub path: String,
+    /// The session that ran it (the inspected one, or another child).
+    pub spawned_by: Option<String>,
+    pub billed_calls: u64,
+    pub tokens: f64,
+    pub cost: f64,
+}
+
+impl ChildSpend {
+    /// The sessions of a corpus scanned from a session's stem folder: its subagents.
+    pub fn of(corpus: &crate::corpus::Corpus) -> Vec<ChildSpend> {
+        corpus
+            .sessions
+            .iter()
+            .map(|s| ChildSpend {
+                path: s.rel.clone(),
+                spawned_by: s.spawned_by.clone(),
+                billed_calls: s.calls.count,
+                tokens: s.calls.own.tokens(),
+                cost: s.calls.own.cost,
+            })
+            .collect()
+    }
+}
+
+/// The inspect report as JSON: the session's facts, the projection by role and its subagents.
+pub fn to_json(rel: &str, a: &SessionAnalysis, children: &[ChildSpend]) -> impl serde::Serialize {
     #[derive(serde::Serialize)]
     #[serde(rename_all = "camelCase")]
-    struct Inspect {
+    struct Inspect<'a> {
         #[serde(flatten)]
         facts: SessionFacts,
         projection_by_role: Vec<RoleTokens>,
+        subagents: &'a [ChildSpend],
     }
     #[derive(serde::Serialize)]
     #[serde(rename_all = "camelCase")]
@@ -38,6 +69,7 @@ pub fn to_json(rel: &str, a: &SessionAnalysis) -> impl serde::Serialize {
                 estimated_tokens: *t,
             })
             .collect(),
+        subagents: children,
     }
 }
 
@@ -55,7 +87,7 @@ fn shown_text(v: Option<&str>) -> String {
 }
 
 /// The inspect report for a terminal.
-pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io::Result<()> {
+pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis, children: &[ChildSpend]) -> std::io::Result<()> {
     let facts = SessionFacts::of(path, a);
     overview(out, path, a, &facts)?;
     roles_table(out, a)?;
@@ -63,7 +95,41 @@ pub fn render(out: &mut impl Write, path: &str, a: &SessionAnalysis) -> std::io:
     if !facts.compaction_effects.is_empty() {
         effects_table(out, &facts.compaction_effects)?;
     }
+    if !children.is_empty() {
+        children_table(out, children)?;
+    }
     damage_line(out, a)
+}
+
+/// The sessions it ran as subagents (found in its stem folder), with what each spent itself.
+fn children_table(out: &mut impl Write, children: &[ChildSpend]) -> std::io::Result<()> {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_header(vec!["Subagent session", "Run by", "Calls", "Tokens", "Cost"]);
+    let (mut total_tokens, mut total_cost) = (0.0, 0.0);
+    for c in children {
+        total_tokens += c.tokens;
+        total_cost += c.cost;
+        t.add_row(vec![
+            Cell::new(terminal_safe(&c.path)),
+            Cell::new(
+                c.spawned_by
+                    .as_deref()
+                    .map_or_else(|| "this session".into(), terminal_safe),
+            ),
+            Cell::new(c.billed_calls).set_alignment(CellAlignment::Right),
+            Cell::new(tokens(c.tokens)).set_alignment(CellAlignment::Right),
+            Cell::new(usd(c.cost)).set_alignment(CellAlignment::Right),
+        ]);
+    }
+    writeln!(out, "{t}")?;
+    writeln!(
+        out,
+        "subagents: {} sessions, {} tokens, {} (each call counted once)",
+        children.len(),
+        tokens(total_tokens),
+        usd(total_cost)
+    )
 }
 
 /// What the session is, what it cost, what the model sees.

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use crate::analyze::SessionFacts;
-use crate::corpus::{Corpus, SessionSummary};
+use crate::corpus::{Calls, Corpus, SessionSummary};
 use crate::js::Num;
 use crate::usage::Totals;
 
@@ -18,6 +18,23 @@ struct SessionDocument<'a> {
     facts: &'a SessionFacts,
     own: Own,
     parent_in_corpus: Option<&'a str>,
+    spawned_by: Option<&'a str>,
+    children: &'a [String],
+    subagent_tokens: Num,
+    subagent_cost: Num,
+}
+
+/// A file that is not a session pisa could read; for a subagent transcript, what the corpus
+/// made of its calls.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RejectedDocument<'a> {
+    #[serde(flatten)]
+    record: crate::analyze::facts::FileDocument<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    own: Option<Own>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spawned_by: Option<Option<&'a str>>,
 }
 
 /// The calls a session owns (not copied from an earlier session), and how many it has.
@@ -35,8 +52,8 @@ struct Own {
 }
 
 impl Own {
-    fn of(s: &SessionSummary) -> Own {
-        let t = &s.row.own;
+    fn of(calls: &Calls) -> Own {
+        let t = &calls.own;
         Own {
             input: Num(t.input),
             output: Num(t.output),
@@ -44,8 +61,8 @@ impl Own {
             cache_write: Num(t.cache_write),
             total: Num(t.tokens()),
             cost: Num(t.cost),
-            billed_calls: s.calls,
-            inherited_calls: s.inherited_calls(),
+            billed_calls: calls.count,
+            inherited_calls: calls.inherited.len() as u64,
         }
     }
 }
@@ -57,6 +74,7 @@ struct CorpusTotals {
     sessions: usize,
     rejected_files: usize,
     not_session_files: usize,
+    transcript_files: usize,
     damaged_files: usize,
     bytes: u64,
     input: Num,
@@ -78,6 +96,7 @@ impl CorpusTotals {
             sessions: c.sessions.len(),
             rejected_files: c.rejected.len(),
             not_session_files: c.not_sessions().count(),
+            transcript_files: c.transcripts().count(),
             damaged_files: c.damaged(),
             bytes: c.bytes,
             input: Num(t.input),
@@ -102,20 +121,34 @@ pub fn sessions_document(out: &mut impl std::io::Write, c: &Corpus) -> std::io::
             out.write_all(b",")?;
         }
         let facts = c.facts(s)?;
-        let doc = SessionDocument {
-            facts: &facts,
-            own: Own::of(s),
-            parent_in_corpus: s.parent_in_corpus.as_deref(),
-        };
-        serde_json::to_writer(&mut *out, &doc)?;
+        serde_json::to_writer(&mut *out, &session_document(s, &facts))?;
     }
     out.write_all(b"],\"rejected\":")?;
-    list(out, c.rejected.iter().map(|r| r.record.document()))?;
+    list(
+        out,
+        c.rejected.iter().map(|r| RejectedDocument {
+            record: r.record.document(),
+            own: r.transcript.as_ref().map(|t| Own::of(&t.calls)),
+            spawned_by: r.transcript.as_ref().map(|t| t.spawned_by.as_deref()),
+        }),
+    )?;
     out.write_all(b",\"issues\":")?;
     list(out, c.issues.iter())?;
     out.write_all(b",\"totals\":")?;
     serde_json::to_writer(&mut *out, &CorpusTotals::of(c))?;
     out.write_all(b"}\n")
+}
+
+fn session_document<'a>(s: &'a SessionSummary, facts: &'a SessionFacts) -> SessionDocument<'a> {
+    SessionDocument {
+        facts,
+        own: Own::of(&s.calls),
+        parent_in_corpus: s.parent_in_corpus.as_deref(),
+        spawned_by: s.spawned_by.as_deref(),
+        children: &s.children,
+        subagent_tokens: Num(s.subagent.tokens()),
+        subagent_cost: Num(s.subagent.cost),
+    }
 }
 
 /// A JSON array, item by item.

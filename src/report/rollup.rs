@@ -165,6 +165,12 @@ pub struct SessionLabel {
     pub project: String,
     pub name: Option<String>,
     pub last_activity: Option<String>,
+    /// The session that ran it as a subagent.
+    pub spawned_by: Option<String>,
+    /// Sessions it ran as subagents.
+    pub children: usize,
+    /// What its subagents cost (see `SessionSummary::subagent`), whatever the filters.
+    pub subagent: crate::usage::Totals,
 }
 
 /// A finished report.
@@ -306,7 +312,7 @@ impl Rows {
     }
 }
 
-/// Every billed call the usage frame holds (a fork's copies left out).
+/// Every billed call the usage frame holds that no other record holds (see `inherited_reason`).
 fn add_usage(rows: &mut Rows, u: &DataFrame, k: &Keyer<'_>) -> PolarsResult<()> {
     let text = |name: &str| -> PolarsResult<Vec<Option<&str>>> { Ok(u.column(name)?.str()?.iter().collect()) };
     let number = |name: &str| -> PolarsResult<Vec<f64>> {
@@ -391,6 +397,9 @@ fn label_sessions(rows: &mut [Row], corpus: &Corpus) {
                 project: s.row.project.clone(),
                 name: s.row.name.clone(),
                 last_activity: s.row.last_activity.clone(),
+                spawned_by: s.spawned_by.clone(),
+                children: s.children.len(),
+                subagent: s.subagent,
             });
         }
     }
@@ -457,7 +466,12 @@ pub fn table(out: &mut impl Write, r: &Report, terminal: bool) -> std::io::Resul
     });
     let mut header = vec![r.group.column().to_string()];
     if r.group == Group::Session {
-        header.extend(["Project".into(), "Name".into(), "Last activity".into()]);
+        header.extend([
+            "Project".into(),
+            "Name".into(),
+            "Last activity".into(),
+            "Subagents".into(),
+        ]);
     }
     header.extend(
         [
@@ -476,17 +490,11 @@ pub fn table(out: &mut impl Write, r: &Report, terminal: bool) -> std::io::Resul
         .map(String::from),
     );
     t.set_header(header);
-    let pad = if r.group == Group::Session { 3 } else { 0 };
+    let pad = if r.group == Group::Session { 4 } else { 0 };
     for row in &r.rows {
         let mut cells = vec![Cell::new(terminal_safe(&row.key))];
         if let Some(s) = &row.session {
-            cells.push(Cell::new(terminal_safe(&s.project)));
-            cells.push(Cell::new(terminal_safe(s.name.as_deref().unwrap_or(""))));
-            cells.push(Cell::new(
-                s.last_activity
-                    .as_deref()
-                    .map_or_else(String::new, |t| t.get(..16).unwrap_or(t).replacen('T', " ", 1)),
-            ));
+            cells.extend(session_cells(s));
         } else if pad > 0 {
             cells.extend((0..pad).map(|_| Cell::new("")));
         }
@@ -504,6 +512,29 @@ pub fn table(out: &mut impl Write, r: &Report, terminal: bool) -> std::io::Resul
     cells.extend(figure_cells(&r.totals));
     t.add_row(cells);
     writeln!(out, "{t}")?;
+    footer(out, r)
+}
+
+/// A session row's own columns: project, name, last activity and what its subagents cost.
+fn session_cells(s: &SessionLabel) -> [Cell; 4] {
+    let last = s
+        .last_activity
+        .as_deref()
+        .map_or_else(String::new, |t| t.get(..16).unwrap_or(t).replacen('T', " ", 1));
+    let subagents = match (s.children, s.subagent.tokens() > 0.0) {
+        (0, false) => String::new(),
+        (n, _) => format!("{} ({n} sessions)", usd(s.subagent.cost)),
+    };
+    [
+        Cell::new(terminal_safe(&s.project)),
+        Cell::new(terminal_safe(s.name.as_deref().unwrap_or(""))),
+        Cell::new(last),
+        Cell::new(subagents).set_alignment(CellAlignment::Right),
+    ]
+}
+
+/// The line under the table: the report, its zone and range, and what it leaves out.
+fn footer(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
     let range = match (r.since, r.until) {
         (None, None) => String::new(),
         (s, u) => format!(
@@ -514,7 +545,7 @@ pub fn table(out: &mut impl Write, r: &Report, terminal: bool) -> std::io::Resul
     };
     writeln!(
         out,
-        "{} report, time zone {}{range}; each billed call counted once (fork copies left out).",
+        "{} report, time zone {}{range}; each billed call counted once (copies in forks, repeated lines, subagent tool results and transcripts left out).",
         r.group.name(),
         r.tz_name
     )
@@ -530,6 +561,10 @@ pub fn to_json(r: &Report) -> Value {
             m.insert("project".into(), json!(s.project));
             m.insert("name".into(), json!(s.name));
             m.insert("lastActivityAt".into(), json!(s.last_activity));
+            m.insert("spawnedBy".into(), json!(s.spawned_by));
+            m.insert("children".into(), json!(s.children));
+            m.insert("subagentTokens".into(), num_json(s.subagent.tokens()));
+            m.insert("subagentCost".into(), num_json(s.subagent.cost));
         }
         m.extend(row.figures.json());
         if !row.models.is_empty() {

@@ -121,8 +121,19 @@ pub fn footer(out: &mut impl Write, c: &Corpus) -> std::io::Result<()> {
     if gone > 0 {
         write!(out, ", {gone} gone")?;
     }
-    if not_sessions > 0 {
-        write!(out, "; {not_sessions} not Pi sessions (skipped, as Pi skips them)")?;
+    let transcripts = c.transcripts().count();
+    if not_sessions > transcripts {
+        write!(
+            out,
+            "; {} not Pi sessions (skipped, as Pi skips them)",
+            not_sessions - transcripts
+        )?;
+    }
+    if transcripts > 0 {
+        write!(
+            out,
+            "; {transcripts} subagent transcripts (their calls counted where no session holds them)"
+        )?;
     }
     writeln!(out)
 }

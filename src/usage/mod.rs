@@ -12,7 +12,7 @@ use hashbrown::HashMap;
 
 use crate::js::JsVal;
 use crate::js::{self, Jv};
-use crate::parse::entry::{Body, Entry, Message, Role, Usage, field};
+use crate::parse::entry::{Body, ChildUsage, Entry, Message, Role, TranscriptRecord, Usage, field};
 use crate::tree::Tree;
 
 /// Where a billed usage was recorded.
@@ -29,6 +29,11 @@ pub enum Source {
     Compaction,
     /// `usage` of a branch_summary entry.
     BranchSummary,
+    /// One child's part of a subagent tool result's usage (`details.results[i].usage`).
+    Subagent,
+    /// An answer read from a subagent transcript artifact (counted only where no session
+    /// holds the same call).
+    Transcript,
 }
 
 impl Source {
@@ -40,6 +45,8 @@ impl Source {
             Source::Tool => "tool",
             Source::Compaction => "compaction",
             Source::BranchSummary => "branch_summary",
+            Source::Subagent => "subagent",
+            Source::Transcript => "transcript",
         }
     }
 }
@@ -76,6 +83,11 @@ pub struct UsageRecord {
     pub timestamp: Option<CompactString>,
     /// The message's Unix-ms timestamp.
     pub message_timestamp: Option<f64>,
+    /// `responseId` of an answer.
+    pub response_id: Option<CompactString>,
+    /// The child whose usage a [`Source::Subagent`] record is.
+    #[serde(skip)]
+    pub child: Option<Box<ChildUsage>>,
     pub input: f64,
     pub output: f64,
     pub cache_read: f64,
@@ -278,12 +290,18 @@ impl Accountant {
         group: Group<'_>,
         fill: impl FnOnce(&mut UsageRecord),
     ) {
+        self.sum(source, u, group);
+        self.acc.records.push(record(e, i, source, u, active, fill));
+    }
+
+    /// A usage into Pi's totals, its source's sums and its breakdown group.
+    fn sum(&mut self, source: Source, u: &Usage, group: Group<'_>) {
         let acc = &mut self.acc;
         Self::add(&mut acc.stats.totals, u, &mut acc.pi_error);
         let sums = match source {
-            Source::Assistant => &mut acc.by_source.assistant,
+            Source::Assistant | Source::Transcript => &mut acc.by_source.assistant,
             Source::Usage => &mut acc.by_source.usage_entry,
-            Source::Tool => &mut acc.by_source.tool_result,
+            Source::Tool | Source::Subagent => &mut acc.by_source.tool_result,
             Source::Compaction => &mut acc.by_source.compaction,
             Source::BranchSummary => &mut acc.by_source.branch_summary,
         };
@@ -306,7 +324,6 @@ impl Accountant {
         };
         // Errors were already recorded by the sums above over the same usage.
         let _ = self.groups[at].1.add(u);
-        acc.records.push(record(e, i, source, u, active, fill));
     }
 
     /// One entry of the session.
@@ -373,7 +390,12 @@ impl Accountant {
                 stats.tool_results += 1;
                 match (&m.usage, m.usage_truthy) {
                     (_, false) => {}
-                    (Some(u), true) => self.bill(at, Source::Tool, u, Group::Tools, |r| message_fields(r, m)),
+                    (Some(u), true) => {
+                        self.sum(Source::Tool, u, Group::Tools);
+                        let (e, i, active) = at;
+                        let whole = record(e, i, Source::Tool, u, active, |r| message_fields(r, m));
+                        self.acc.records.extend(split_children(whole, &m.children));
+                    }
                     (None, true) => self.fail("toolResult usage is not an object"),
                 }
             }
@@ -446,6 +468,71 @@ fn message_fields(r: &mut UsageRecord, m: &Message) {
     r.stop_reason = opt_string(&m.stop_reason);
     r.thinking_level = m.thinking_level.as_deref().map(CompactString::from);
     r.message_timestamp = m.timestamp_ms;
+    r.response_id = m.response_id.as_deref().map(CompactString::from);
+}
+
+/// A tool result's record, split where a subagent extension summed its children's usage into
+/// it: one [`Source::Subagent`] record per child (its own calls are in its session file, when
+/// that was scanned), and the rest of the tool result's usage, if any, as a tool record.
+fn split_children(whole: UsageRecord, children: &[ChildUsage]) -> Vec<UsageRecord> {
+    if children.is_empty() {
+        return vec![whole];
+    }
+    let mut rest = whole.clone();
+    let mut out = Vec::with_capacity(children.len() + 1);
+    for c in children {
+        let mut r = whole.clone();
+        r.source = Source::Subagent;
+        r.provider = None;
+        r.model = c.model.as_deref().map(CompactString::from);
+        r.response_model = None;
+        (r.input, r.output, r.cache_read, r.cache_write) = (c.input, c.output, c.cache_read, c.cache_write);
+        r.total_tokens = c.input + c.output + c.cache_read + c.cache_write;
+        (r.cost_input, r.cost_output, r.cost_cache_read, r.cost_cache_write) = (0.0, 0.0, 0.0, 0.0);
+        r.cost_total = c.cost;
+        (r.cache_write_1h, r.reasoning, r.missing) = (None, None, 0);
+        r.child = Some(Box::new(c.clone()));
+        r.identity = identity(&r);
+        rest.input -= r.input;
+        rest.output -= r.output;
+        rest.cache_read -= r.cache_read;
+        rest.cache_write -= r.cache_write;
+        rest.total_tokens -= r.total_tokens;
+        rest.cost_total -= r.cost_total;
+        out.push(r);
+    }
+    // What the children's usage does not account for (a tool's own calls, an old extension).
+    let scale = whole.tokens().abs().max(1.0);
+    let left = [rest.input, rest.output, rest.cache_read, rest.cache_write];
+    if left.iter().any(|v| v.abs() > 1e-9 * scale) || rest.cost_total.abs() > 1e-12 {
+        rest.identity = identity(&rest);
+        out.push(rest);
+    }
+    out
+}
+
+/// The answers of a subagent transcript as billed records (their `entry` is the record's
+/// place in the file). They are copies of the answers in the child's session, and have their
+/// identity: a corpus counts them only where no session holds the same call.
+pub fn transcript_records(records: &[TranscriptRecord]) -> Vec<UsageRecord> {
+    let mut out = Vec::new();
+    for (i, rec) in records.iter().enumerate() {
+        let Some(m) = rec.answer.as_deref() else { continue };
+        let Some(u) = &m.usage else { continue };
+        let entry = Entry {
+            line: i as u32,
+            offset: 0,
+            ty: crate::parse::entry::EntryType::NoType,
+            id: crate::js::Key::Undefined,
+            parent: crate::js::Key::Undefined,
+            timestamp: None,
+            body: Body::None,
+        };
+        out.push(record(&entry, i as u32, Source::Transcript, u, false, |r| {
+            message_fields(r, m)
+        }));
+    }
+    out
 }
 
 fn record(
@@ -481,6 +568,8 @@ fn record(
         thinking_level: None,
         timestamp: e.timestamp.clone(),
         message_timestamp: None,
+        response_id: None,
+        child: None,
         input: z(u.input, missing::INPUT),
         output: z(u.output, missing::OUTPUT),
         cache_read: z(u.cache_read, missing::CACHE_READ),
@@ -515,16 +604,37 @@ fn record(
     r
 }
 
-/// `(source, entry timestamp, message timestamp, provider, model, input, output, cacheRead,
-/// cacheWrite, cost.total)` hashed to 128 bits. The entry id is left out on purpose: a fork
-/// of a v1 file copies lines without ids, which the source only gets by migration.
+/// The identity of a billed call across files, hashed to 128 bits, with its tokens and cost:
+/// - an answer with a message timestamp: `(message timestamp, provider, model, responseId)`,
+///   the same in the session that made the call, in a fork's copy of it, and in a subagent
+///   transcript's copy (which has no entry timestamp);
+/// - a child's part of a subagent tool result: the child (run, index, session file);
+/// - anything else: `(source, entry timestamp, message timestamp, provider, model)`.
+///
+/// The entry id is left out on purpose: a fork of a v1 file copies lines without ids, which the
+/// source only gets by migration.
 fn identity(r: &UsageRecord) -> u128 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
-    r.source.hash(&mut h);
-    r.timestamp.hash(&mut h);
-    r.message_timestamp.map(f64::to_bits).hash(&mut h);
-    r.provider.hash(&mut h);
-    r.model.hash(&mut h);
+    match (r.source, r.message_timestamp, &r.child) {
+        (Source::Assistant | Source::Transcript, Some(ts), _) => {
+            "answer".hash(&mut h);
+            ts.to_bits().hash(&mut h);
+            r.provider.hash(&mut h);
+            r.model.hash(&mut h);
+            r.response_id.hash(&mut h);
+        }
+        (Source::Subagent, _, Some(c)) => {
+            "child".hash(&mut h);
+            (&c.run_id, c.index, &c.session_file).hash(&mut h);
+        }
+        _ => {
+            r.source.hash(&mut h);
+            r.timestamp.hash(&mut h);
+            r.message_timestamp.map(f64::to_bits).hash(&mut h);
+            r.provider.hash(&mut h);
+            r.model.hash(&mut h);
+        }
+    }
     for v in [r.input, r.output, r.cache_read, r.cache_write, r.cost_total] {
         v.to_bits().hash(&mut h);
     }
