@@ -58,8 +58,10 @@ fn f64s(df: &DataFrame, name: &str) -> Vec<f64> {
         .collect()
 }
 
-/// The check of the issue: inherited rows are exactly the fork copies, and every report's
-/// totals equal the oracle's per-file sums minus those copies.
+/// The check of the issue: rows left out as copies are exactly the fork copies, the other rows
+/// left out are subagent records whose call another file holds, and every report's totals equal
+/// the oracle's per-file sums, plus the answers read from subagent transcripts (files the oracle
+/// does not load), minus every row left out.
 fn assert_counted_once(dir: &Path) {
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).expect("manifest")).unwrap();
@@ -67,6 +69,11 @@ fn assert_counted_once(dir: &Path) {
     let present: HashSet<&str> = files
         .iter()
         .filter(|f| f["expect"] == "ok")
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    let transcripts: HashSet<&str> = files
+        .iter()
+        .filter(|f| f["kind"] == "artifact")
         .map(|f| f["path"].as_str().unwrap())
         .collect();
     // Fork → (entries copied from its source, whether that source is in the corpus).
@@ -86,7 +93,12 @@ fn assert_counted_once(dir: &Path) {
 
     let out = export(dir, &[]);
     let usage = read_parquet(&out.path().join("usage.parquet"));
-    let file = strs(&usage, "file");
+    let (file, origin, reason) = (
+        strs(&usage, "file"),
+        strs(&usage, "origin"),
+        strs(&usage, "inherited_reason"),
+    );
+    let entry_id = strs(&usage, "entry_id");
     let index: Vec<u32> = usage
         .column("entry_index")
         .unwrap()
@@ -104,37 +116,74 @@ fn assert_counted_once(dir: &Path) {
         .map(Option::unwrap)
         .collect();
     let (mut copies, mut inherited_rows) = (0, 0);
+    let mut reasons: HashMap<&str, usize> = HashMap::new();
     for i in 0..usage.height() {
         let f = file[i].as_deref().unwrap();
         let copied = forks.get(f).is_some_and(|&(n, _)| u64::from(index[i]) < n);
-        if inherited[i] {
+        let why = reason[i].as_deref();
+        assert_eq!(
+            inherited[i],
+            why.is_some(),
+            "{f} entry {}: inherited without a reason",
+            index[i]
+        );
+        if let Some(why) = why {
             inherited_rows += 1;
-            assert!(copied, "{f} entry {}: inherited but not a fork copy", index[i]);
+            *reasons.entry(why).or_default() += 1;
+            let from = origin[i].as_deref().unwrap();
+            match why {
+                "copy" => assert!(copied, "{f} entry {}: a copy but not a fork copy", index[i]),
+                "child" | "transcript" => assert_eq!(from, "subagent", "{f} entry {}: {why}", index[i]),
+                "session" => assert!(transcripts.contains(f), "{f}: a session's answer outside a transcript"),
+                "repeat" => assert!(
+                    (0..i).any(|j| file[j] == file[i] && entry_id[j] == entry_id[i]),
+                    "{f} entry {}: a repeat of no earlier entry",
+                    index[i]
+                ),
+                other => panic!("{f} entry {}: unknown reason {other}", index[i]),
+            }
         }
         if copied && forks[f].1 {
             copies += 1;
-            assert!(
-                inherited[i],
-                "{f} entry {}: copied from a scanned source but not inherited",
+            assert_eq!(
+                why,
+                Some("copy"),
+                "{f} entry {}: copied from a scanned source",
                 index[i]
             );
         }
     }
     assert!(copies > 10, "only {copies} copied rows");
     assert!(inherited_rows >= copies);
+    if !transcripts.is_empty() {
+        for why in ["child", "transcript", "session"] {
+            assert!(
+                reasons.get(why).is_some_and(|&n| n > 0),
+                "no rows left out as {why}: {reasons:?}"
+            );
+        }
+    }
 
-    // Totals: the oracle's per-file sums minus the inherited rows.
+    // Totals: the oracle's per-file sums, plus the transcripts' rows, minus the rows left out.
     let (mut tokens, mut cost) = (0.0, 0.0);
     for r in oracle(dir).iter().filter(|r| r["status"] == "ok") {
         tokens += r["stats"]["tokens"]["total"].as_f64().expect("total tokens");
         cost += r["stats"]["cost"].as_f64().expect("cost");
     }
-    let mask = usage.column("inherited").unwrap().bool().unwrap();
-    let copied = usage.filter(mask).unwrap();
+    let in_transcript: BooleanChunked = file
+        .iter()
+        .map(|f| transcripts.contains(f.as_deref().unwrap()))
+        .collect();
+    let read = usage.filter(&in_transcript).unwrap();
+    let left_out = usage
+        .filter(usage.column("inherited").unwrap().bool().unwrap())
+        .unwrap();
     for c in ["input", "output", "cache_read", "cache_write"] {
-        tokens -= f64s(&copied, c).iter().sum::<f64>();
+        tokens += f64s(&read, c).iter().sum::<f64>();
+        tokens -= f64s(&left_out, c).iter().sum::<f64>();
     }
-    cost -= f64s(&copied, "cost").iter().sum::<f64>();
+    cost += f64s(&read, "cost").iter().sum::<f64>();
+    cost -= f64s(&left_out, "cost").iter().sum::<f64>();
     let d = dir.to_str().unwrap();
     for report in ["daily", "weekly", "monthly", "session", "model", "project", "kind"] {
         let doc = json_of(&[report, "--json", "--quiet", "-z", "UTC", d]);
@@ -548,4 +597,35 @@ fn reports_are_identical_on_every_run_and_thread_count() {
             "{report:?} changed between runs"
         );
     }
+}
+
+/// A line written twice (same entry id, same call) is one call: Pi's own figures count it twice,
+/// pisa's totals once, and the usage frame says why the second is left out.
+#[test]
+fn a_line_written_twice_is_one_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let answer = r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-05-01T10:00:02.000Z","message":{"role":"assistant","content":[],"provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":100,"output":10,"cacheRead":0,"cacheWrite":0,"totalTokens":110,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0.01}},"stopReason":"stop","timestamp":1777629602000}}"#;
+    let lines = [
+        r#"{"type":"session","version":3,"id":"s","timestamp":"2026-05-01T10:00:00.000Z","cwd":"/p"}"#,
+        r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-05-01T10:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
+        answer,
+        answer,
+    ];
+    let file = dir.path().join("--p--").join("2026-05-01T10-00-00-000Z_s.jsonl");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let d = dir.path().to_str().unwrap();
+    let doc = crate::support::pisa_json(dir.path());
+    let s = &doc["sessions"][0];
+    assert_eq!(s["stats"]["tokens"]["total"], 220, "Pi counts both lines: {s}");
+    assert_eq!(
+        (s["own"]["total"].as_u64(), s["own"]["inheritedCalls"].as_u64()),
+        (Some(110), Some(1))
+    );
+    assert_eq!(doc["totals"]["total"], 110);
+    let out = export(dir.path(), &[]);
+    let usage = read_parquet(&out.path().join("usage.parquet"));
+    assert_eq!(strs(&usage, "inherited_reason"), [None, Some("repeat".to_string())]);
+    let daily = json_of(&["daily", "--json", "-q", "-z", "UTC", d]);
+    assert_eq!(daily["totals"]["totalTokens"], 110);
 }

@@ -100,7 +100,10 @@ fn files_that_are_not_sessions_exit_zero_and_are_listed_with_verbose() {
     assert_eq!(code, 0, "{err}");
     assert!(err.is_empty(), "{err}");
     assert!(
-        out.contains("0 rejected, 0 damaged, 0 unreadable; 3 not Pi sessions (skipped, as Pi skips them)\n"),
+        out.contains(
+            "0 rejected, 0 damaged, 0 unreadable; 2 not Pi sessions (skipped, as Pi skips them); \
+             1 subagent transcripts (their calls counted where no session holds them)\n"
+        ),
         "{out}"
     );
     let (code, _, err) = pisa(&["sessions", "--verbose", d]);
@@ -127,7 +130,7 @@ fn files_that_are_not_sessions_exit_zero_and_are_listed_with_verbose() {
         d,
     ]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out, "status,n\nnot_session,3\nok,1\n");
+    assert_eq!(out, "status,n\nartifact,1\nnot_session,2\nok,1\n");
 }
 
 #[test]

@@ -11,3 +11,4 @@ mod notebooks;
 mod oracle;
 mod properties;
 mod robust;
+mod subagents;
