@@ -13,6 +13,7 @@
 
 pub mod analyze;
 
+pub mod config;
 pub mod corpus;
 pub mod error;
 pub mod export;
@@ -20,6 +21,7 @@ pub mod frame;
 pub mod js;
 pub mod parse;
 pub mod paths;
+pub mod pricing;
 pub mod project;
 pub mod report;
 pub mod scan;

@@ -374,6 +374,9 @@ pub struct Usage {
     pub cost_cache_read: f64,
     pub cost_cache_write: f64,
     pub cost_total: f64,
+    /// `cost.totalFromProvider` is `true`: the provider reported the cost (OpenRouter), Pi did
+    /// not compute it from its price table.
+    pub cost_from_provider: bool,
     /// The fields Pi adds up (`input, output, cacheRead, cacheWrite, totalTokens, cost.total`)
     /// as written, when one of them is present but not a number: Pi's sums then follow
     /// JavaScript's `+` (a string concatenates). `None` in the normal case.

@@ -207,6 +207,7 @@ pub fn usage_of(v: V<'_, '_>, marks: Marks<'_>) -> Option<Usage> {
         cost_cache_read: f64::NAN,
         cost_cache_write: f64::NAN,
         cost_total: f64::NAN,
+        cost_from_provider: false,
         odd: None,
         join_throws: false,
     };
@@ -222,6 +223,7 @@ pub fn usage_of(v: V<'_, '_>, marks: Marks<'_>) -> Option<Usage> {
                 u.cost_total = f;
                 cost_total = Some(val);
             }
+            "totalFromProvider" => u.cost_from_provider = matches!(val.node(), Node::Static(StaticNode::Bool(true))),
             _ => {}
         }
     }

@@ -102,6 +102,9 @@ pub struct UsageRecord {
     pub cost_cache_read: f64,
     pub cost_cache_write: f64,
     pub cost_total: f64,
+    /// `cost.totalFromProvider` was `true`: the provider reported the cost, Pi's price table did
+    /// not make it (so a recalculation may differ).
+    pub cost_from_provider: bool,
     /// [`missing`] bits.
     pub missing: u16,
     pub on_active_path: bool,
@@ -593,6 +596,7 @@ fn record(
             u.cost_total,
             if u.has_cost { missing::COST_TOTAL } else { missing::COST },
         ),
+        cost_from_provider: u.cost_from_provider,
         missing: 0,
         on_active_path: active,
         identity: 0,
