@@ -20,6 +20,14 @@ pub struct Cli {
     /// Where the cache lives (default: the user's cache folder, e.g. ~/.cache/pisa).
     #[arg(long, global = true, value_name = "DIR", env = "PISA_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// The config file (default: ~/.config/pisa/config.toml, if there is one): defaults for
+    /// --timezone, --source and --cost, price overrides, billing plans.
+    #[arg(long, global = true, value_name = "FILE", env = "PISA_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Price calls with the model registry of this Pi installation (a newer Pi's prices),
+    /// not the embedded one of pi-ai 1.6.0.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub pricing_from: Option<PathBuf>,
 }
 
 /// Shells `pisa completions` writes for.
@@ -52,6 +60,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Run SQL over the frames: tables usage, sessions, compactions, files.
     Query(QueryArgs),
+    /// The price pisa charges for a model, and where it comes from (Pi's registry or the config).
+    Pricing(PricingArgs),
     /// Throughput of each stage on a corpus: reading, line splitting, parsing, the whole
     /// pipeline, and a re-run from the cache.
     Bench(BenchArgs),
@@ -67,6 +77,29 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+}
+
+/// Arguments of `pisa pricing`.
+#[derive(Debug, clap::Args)]
+pub struct PricingArgs {
+    /// Only models whose `provider/model` contains this text (case-insensitive).
+    pub model: Option<String>,
+    /// Read the registry of this Pi installation (same as the global --pricing-from).
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
+    /// Print the price table as JSON (the embedded table's format: `pisa pricing --from DIR
+    /// --json` regenerates it).
+    #[arg(long, short)]
+    pub json: bool,
+}
+
+/// Which cost is summed and which calls count (shared by reports, sessions, export, query).
+#[derive(Debug, clap::Args)]
+pub struct Costing {
+    /// `recorded`: the cost Pi wrote (default); `calculate`: from the price table; `auto`:
+    /// recorded unless it is 0 while the call has tokens, then calculated.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub cost: Option<pisa::pricing::CostMode>,
 }
 
 /// Arguments of `pisa bench`.
@@ -139,6 +172,23 @@ pub struct ReportArgs {
     /// Print CSV.
     #[arg(long)]
     pub csv: bool,
+    #[command(flatten)]
+    pub costing: Costing,
+    /// Count the calls of `api`-billed providers, of `subscription` ones (their API-equivalent
+    /// value), or `all` (default; tables split the subscription part in a column).
+    #[arg(long, value_enum, default_value = "all")]
+    pub billing: pisa::pricing::BillingFilter,
+    /// Print JSON with the field names of another tool: `ccusage` (daily, weekly, monthly and
+    /// session reports).
+    #[arg(long, value_enum, value_name = "TOOL", conflicts_with = "csv")]
+    pub json_compat: Option<Compat>,
+}
+
+/// Tools whose JSON `--json-compat` imitates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Compat {
+    /// ccusage's `daily|weekly|monthly|session --json`.
+    Ccusage,
 }
 
 /// The time zone of days and times shown.
@@ -167,6 +217,8 @@ pub struct ExportArgs {
     /// (default: the host name), so that pooled exports can be told apart.
     #[arg(long, value_name = "NAME")]
     pub source: Option<String>,
+    #[command(flatten)]
+    pub costing: Costing,
 }
 
 /// Arguments of `pisa query`.
@@ -185,6 +237,8 @@ pub struct QueryArgs {
     /// Value of the `source` column (default: the host name).
     #[arg(long, value_name = "NAME")]
     pub source: Option<String>,
+    #[command(flatten)]
+    pub costing: Costing,
 }
 
 /// `YYYY-MM-DD` or `YYYYMMDD`.
@@ -208,6 +262,8 @@ pub struct SessionsArgs {
     /// Print JSON: {"sessions": [...], "rejected": [...], "issues": [...], "totals": {...}}.
     #[arg(long, short)]
     pub json: bool,
+    #[command(flatten)]
+    pub costing: Costing,
 }
 
 /// Arguments of `pisa inspect`.

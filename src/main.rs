@@ -15,10 +15,15 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{CommandFactory, Parser};
-use cli::{BenchArgs, Cli, Command, ExportArgs, Input, InspectArgs, QueryArgs, ReportArgs, SessionsArgs, Zone};
+use cli::{
+    BenchArgs, Cli, Command, Compat, Costing, ExportArgs, Input, InspectArgs, PricingArgs, QueryArgs, ReportArgs,
+    SessionsArgs, Zone,
+};
+use pisa::config::Config;
 use pisa::corpus::cache::Cache;
 use pisa::corpus::{self, Corpus, NoRows, Rows};
 use pisa::frame::{Frames, UsageRows};
+use pisa::pricing::{CostMode, Pricing};
 use pisa::report;
 use pisa::report::rollup::{self, Group};
 
@@ -54,14 +59,40 @@ fn say(line: &str) {
 struct Ctx {
     /// The cache folder (`None`: `--no-cache`, or no cache folder on this system).
     cache_dir: Option<PathBuf>,
+    /// The config file's settings (defaults when there is none).
+    config: Config,
+    /// `--pricing-from`.
+    pricing_from: Option<PathBuf>,
+}
+
+impl Ctx {
+    /// The prices: the registry (embedded, or `--pricing-from`'s, or the config's
+    /// `pricing_from`), the config's overrides and billing plans.
+    fn pricing(&self, from: Option<&Path>) -> Result<Pricing> {
+        Ok(self.config.pricing(from.or(self.pricing_from.as_deref()))?)
+    }
+
+    /// `--cost`, else the config's `cost`, else `recorded`.
+    fn cost_mode(&self, c: &Costing) -> CostMode {
+        c.cost.or(self.config.cost).unwrap_or_default()
+    }
 }
 
 fn run(cli: Cli) -> ExitCode {
+    let config = match Config::load(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            say(&e.to_string());
+            return ExitCode::from(1);
+        }
+    };
     let ctx = Ctx {
         cache_dir: match cli.no_cache {
             true => None,
             false => cli.cache_dir.clone().or_else(pisa::corpus::cache::default_dir),
         },
+        config,
+        pricing_from: cli.pricing_from.clone(),
     };
     if let Some(n) = cli.threads {
         // Only fails when a pool exists already, which cannot happen this early.
@@ -82,6 +113,7 @@ fn run(cli: Cli) -> ExitCode {
         Command::Compactions(a) => compactions(&ctx, a),
         Command::Export(a) => export(&ctx, a),
         Command::Query(a) => query(&ctx, a),
+        Command::Pricing(a) => pricing(&ctx, a),
         Command::Bench(a) => bench(a),
     };
     match result {
@@ -261,8 +293,8 @@ fn exit_code<P>(s: &Scanned<P>) -> ExitCode {
 }
 
 /// The time zone of a report or table: `--timezone`, else the system's; and its name.
-fn zone(z: &Zone) -> Result<(jiff::tz::TimeZone, String)> {
-    Ok(match &z.timezone {
+fn zone(ctx: &Ctx, z: &Zone) -> Result<(jiff::tz::TimeZone, String)> {
+    Ok(match z.timezone.as_ref().or(ctx.config.timezone.as_ref()) {
         Some(name) => (
             jiff::tz::TimeZone::get(name)
                 .with_context(|| format!("unknown time zone `{name}` (use an IANA name such as Europe/Berlin)"))?,
@@ -296,20 +328,38 @@ fn terminal() -> bool {
 }
 
 fn sessions(ctx: &Ctx, args: SessionsArgs) -> Result<ExitCode> {
-    let (tz, tz_name) = zone(&args.zone)?;
-    let s = scan(ctx, &args.input, &NoRows, args.json)?;
+    let (tz, tz_name) = zone(ctx, &args.zone)?;
+    let mode = ctx.cost_mode(&args.costing);
+    // Pi's own figures need no rows; another cost mode prices every call.
+    let (s, repricing) = match mode {
+        CostMode::Recorded => {
+            let s = scan(ctx, &args.input, &NoRows, args.json)?;
+            let s = Scanned {
+                roots: s.roots,
+                corpus: s.corpus,
+                parts: Vec::new(),
+            };
+            (s, None)
+        }
+        _ => {
+            let (s, frames) = frames(ctx, &args.input, None, args.json, mode)?;
+            let table = ctx.pricing(None)?.registry.label;
+            (s, Some(pisa::frame::Repricing::of(&frames.usage, mode, &table)?))
+        }
+    };
     to_stdout(|out| {
+        let p = repricing.as_ref();
         match args.json {
-            true => report::sessions_document(&mut report::C1Escaped::new(&mut *out), &s.corpus)?,
-            false => report::table::sessions(out, &s.corpus, &tz, &tz_name, terminal())?,
+            true => report::sessions_document(&mut report::C1Escaped::new(&mut *out), &s.corpus, p)?,
+            false => report::table::sessions(out, &s.corpus, &tz, &tz_name, terminal(), p)?,
         }
         Ok(())
     })?;
     Ok(exit_code(&s))
 }
 
-fn report_options(a: &ReportArgs, group: Group) -> Result<rollup::Options> {
-    let (tz, tz_name) = zone(&a.zone)?;
+fn report_options(ctx: &Ctx, a: &ReportArgs, group: Group) -> Result<rollup::Options> {
+    let (tz, tz_name) = zone(ctx, &a.zone)?;
     if let (Some(s), Some(u)) = (a.since, a.until)
         && s > u
     {
@@ -323,18 +373,27 @@ fn report_options(a: &ReportArgs, group: Group) -> Result<rollup::Options> {
         until: a.until,
         project: a.project.clone(),
         model: a.model.clone(),
-        // A model report is already one row per model.
-        breakdown: a.breakdown && group != Group::Model,
+        // A model report is already one row per model; ccusage's JSON always has the models.
+        breakdown: (a.breakdown || a.json_compat.is_some()) && group != Group::Model,
         order: a.order.map(Into::into),
+        cost: ctx.cost_mode(&a.costing),
+        billing: a.billing,
+        price_table: ctx.pricing(None)?.registry.label,
     })
 }
 
 fn rollup(ctx: &Ctx, a: ReportArgs, group: Group) -> Result<ExitCode> {
-    let o = report_options(&a, group)?;
-    let (s, frames) = frames(ctx, &a.input, None, a.json || a.csv)?;
+    let o = report_options(ctx, &a, group)?;
+    if a.json_compat.is_some() && !report::compat::supports(group) {
+        bail!("--json-compat ccusage is for the daily, weekly, monthly and session reports");
+    }
+    let data = a.json || a.csv || a.json_compat.is_some();
+    let (s, frames) = frames(ctx, &a.input, None, data, o.cost)?;
     let r = rollup::build(&s.corpus, &frames, &o)?;
     to_stdout(|out| {
-        if a.json {
+        if let Some(Compat::Ccusage) = a.json_compat {
+            pretty_json(out, &report::compat::ccusage(&r))?;
+        } else if a.json {
             pretty_json(out, &rollup::to_json(&r))?;
         } else if a.csv {
             pisa::export::encode(&mut rollup::to_frame(&r)?, out, pisa::export::Format::Csv)?;
@@ -347,7 +406,7 @@ fn rollup(ctx: &Ctx, a: ReportArgs, group: Group) -> Result<ExitCode> {
 }
 
 fn compactions(ctx: &Ctx, a: ReportArgs) -> Result<ExitCode> {
-    let o = report_options(&a, Group::Session)?;
+    let o = report_options(ctx, &a, Group::Session)?;
     let s = scan(ctx, &a.input, &UsageRows, a.json || a.csv)?;
     let r = report::compactions::build(&s.corpus, &o);
     to_stdout(|out| {
@@ -364,15 +423,24 @@ fn compactions(ctx: &Ctx, a: ReportArgs) -> Result<ExitCode> {
     Ok(exit_code(&s))
 }
 
-/// The `source` column: as given, else the host name.
-fn source_name(given: Option<String>) -> String {
-    given.unwrap_or_else(|| gethostname::gethostname().to_string_lossy().into_owned())
+/// The `source` column: as given, else the config's, else the host name.
+fn source_name(ctx: &Ctx, given: Option<String>) -> String {
+    given
+        .or_else(|| ctx.config.source.clone())
+        .unwrap_or_else(|| gethostname::gethostname().to_string_lossy().into_owned())
 }
 
-/// Scan `input` and build the frames of what it holds.
-fn frames(ctx: &Ctx, input: &Input, source: Option<String>, quiet_output: bool) -> Result<(Scanned<()>, Frames)> {
+/// Scan `input` and build the frames of what it holds, costs under `mode`.
+fn frames(
+    ctx: &Ctx,
+    input: &Input,
+    source: Option<String>,
+    quiet_output: bool,
+    mode: CostMode,
+) -> Result<(Scanned<()>, Frames)> {
+    let pricing = ctx.pricing(None)?;
     let s = scan(ctx, input, &UsageRows, quiet_output)?;
-    let frames = Frames::build(&s.corpus, s.parts, &source_name(source))?;
+    let frames = Frames::build(&s.corpus, s.parts, &source_name(ctx, source), &pricing, mode)?;
     let s = Scanned {
         roots: s.roots,
         corpus: s.corpus,
@@ -382,7 +450,7 @@ fn frames(ctx: &Ctx, input: &Input, source: Option<String>, quiet_output: bool) 
 }
 
 fn export(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
-    let (s, frames) = frames(ctx, &a.input, a.source, false)?;
+    let (s, frames) = frames(ctx, &a.input, a.source, false, ctx.cost_mode(&a.costing))?;
     let written = pisa::export::export(&frames, &a.out, a.format.into(), a.partition.into())?;
     for (path, rows) in &written.files {
         eprintln!("pisa: wrote {} ({rows} rows)", path.display());
@@ -391,7 +459,7 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
 }
 
 fn query(ctx: &Ctx, a: QueryArgs) -> Result<ExitCode> {
-    let (s, frames) = frames(ctx, &a.input, a.source, true)?;
+    let (s, frames) = frames(ctx, &a.input, a.source, true, ctx.cost_mode(&a.costing))?;
     let mut df = pisa::frame::query(&frames, &a.sql).context("the query failed")?;
     to_stdout(|out| {
         if a.json {
@@ -533,5 +601,32 @@ fn man(out: Option<&Path>) -> Result<ExitCode> {
             eprintln!("pisa: wrote the manual pages into {}", dir.display());
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pisa pricing`: the prices pisa charges, from the registry and the config.
+fn pricing(ctx: &Ctx, a: PricingArgs) -> Result<ExitCode> {
+    let p = ctx.pricing(a.from.as_deref())?;
+    let wanted = |provider: &str, model: &str| match &a.model {
+        Some(m) => format!("{provider}/{model}").to_lowercase().contains(&m.to_lowercase()),
+        None => true,
+    };
+    if a.json {
+        let text = p.registry.filtered(wanted).to_json();
+        std::io::stdout().lock().write_all(text.as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows = report::pricing::rows(&p, wanted);
+    if rows.is_empty() {
+        bail!(
+            "no price for a model matching `{}` in {} or the config",
+            a.model.as_deref().unwrap_or(""),
+            p.registry.label
+        );
+    }
+    to_stdout(|out| {
+        report::pricing::table(out, &p, &rows, terminal())?;
+        Ok(())
+    })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -10,9 +10,12 @@ use polars::prelude::*;
 use crate::analyze::{FileStatus, SessionFacts, parse_iso_ms};
 use crate::corpus::{Corpus, SessionSummary};
 use crate::js::JsVal;
+use crate::pricing::{CostMode, Pricing};
 
+mod price;
 mod schema;
 mod usage;
+pub use price::{FileCost, Repricing};
 pub use schema::{COMPACTIONS, Col, FILES, SESSIONS, SOURCE, Ty, USAGE, markdown};
 pub use usage::{UsageColumns, UsageRows};
 
@@ -28,7 +31,13 @@ pub struct Frames {
 impl Frames {
     /// Build every frame, `source` in the first column of each, from a corpus scanned with
     /// [`UsageRows`] and the parts it filled.
-    pub fn build(corpus: &Corpus, parts: Vec<UsageColumns>, source: &str) -> PolarsResult<Frames> {
+    pub fn build(
+        corpus: &Corpus,
+        parts: Vec<UsageColumns>,
+        source: &str,
+        pricing: &Pricing,
+        mode: CostMode,
+    ) -> PolarsResult<Frames> {
         let with_source = |mut df: DataFrame| -> PolarsResult<DataFrame> {
             let height = df.height();
             let name = PlSmallStr::from_static(SOURCE);
@@ -39,8 +48,10 @@ impl Frames {
             Ok(df)
         };
         let (sessions, files) = sessions_and_files(corpus)?;
+        let mut usage = usage(corpus, parts)?;
+        price::price(&mut usage, pricing, mode)?;
         Ok(Frames {
-            usage: with_source(usage(corpus, parts)?)?,
+            usage: with_source(usage)?,
             sessions: with_source(sessions)?,
             compactions: with_source(compactions(corpus)?)?,
             files: with_source(files)?,

@@ -128,7 +128,32 @@ pub const USAGE: &[Col] = &[
     c(
         "cost",
         F64,
-        "USD, `cost.total` (provider-reported totals kept as they are)",
+        "USD, `cost.total` as Pi recorded it (provider-reported totals kept as they are)",
+    ),
+    c(
+        "cost_from_provider",
+        Bool,
+        "`cost.totalFromProvider`: the provider reported the cost (OpenRouter), Pi's price table did not make it",
+    ),
+    c(
+        "cost_calculated",
+        F64,
+        "USD from the price table, as Pi's `calculateCost` computes it (null: no known price)",
+    ),
+    c(
+        "price_source",
+        Str,
+        "where that price is from: the registry (`pi-ai@1.6.0`, or a newer Pi's with `--pricing-from`) or `config` (an override)",
+    ),
+    c(
+        "billing",
+        Str,
+        "`api` (money spent) or `subscription` (the API-equivalent value of a flat plan), by provider",
+    ),
+    c(
+        "cost_effective",
+        F64,
+        "USD under `--cost` (`recorded` by default: equal to `cost`): what the reports sum",
     ),
     c("incomplete", Bool, "the file lacked a token or cost field, read as 0"),
 ];

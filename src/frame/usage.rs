@@ -40,6 +40,7 @@ pub struct UsageColumns {
     numbers: [Vec<f64>; 10],
     cache_write_1h: Vec<Option<f64>>,
     reasoning: Vec<Option<f64>>,
+    cost_from_provider: Vec<bool>,
     incomplete: Vec<bool>,
 }
 
@@ -92,6 +93,7 @@ impl Default for UsageColumns {
             numbers: Default::default(),
             cache_write_1h: Vec::new(),
             reasoning: Vec::new(),
+            cost_from_provider: Vec::new(),
             incomplete: Vec::new(),
         }
     }
@@ -139,6 +141,7 @@ impl UsageColumns {
         self.on_active_path.push(r.on_active_path);
         self.cache_write_1h.push(r.cache_write_1h);
         self.reasoning.push(r.reasoning);
+        self.cost_from_provider.push(r.cost_from_provider);
         self.incomplete.push(r.missing != 0);
         self.len += 1;
     }
@@ -155,6 +158,7 @@ impl UsageColumns {
             numbers,
             cache_write_1h,
             reasoning,
+            cost_from_provider,
             incomplete,
         } = self;
         let mut columns: Vec<(&str, Series)> = Vec::with_capacity(USAGE.len());
@@ -179,6 +183,13 @@ impl UsageColumns {
         for (name, values) in NUMBERS.into_iter().zip(numbers) {
             columns.push(s(name, Series::new("".into(), values)));
         }
+        columns.push(s("cost_from_provider", Series::new("".into(), cost_from_provider)));
+        // Priced when the frame is built (see `crate::frame::price`).
+        let no_number: Vec<Option<f64>> = vec![None; len as usize];
+        columns.push(s("cost_calculated", Series::new("".into(), &no_number)));
+        columns.push(s("price_source", Series::new("".into(), &none)));
+        columns.push(s("billing", Series::new("".into(), &none)));
+        columns.push(s("cost_effective", Series::new("".into(), &no_number)));
         columns.push(s("incomplete", Series::new("".into(), incomplete)));
         // In the schema's order.
         let ordered = USAGE

@@ -235,6 +235,7 @@ pub fn table(out: &mut impl Write, r: &Report<'_>, terminal: bool) -> std::io::R
 /// One JSON document.
 pub fn to_json(r: &Report<'_>) -> Value {
     json!({
+        "schemaVersion": super::rollup::SCHEMA_VERSION,
         "compactions": r.lines.iter().map(|l| json!({
             "file": l.session.rel,
             "sessionId": l.session.session_id,

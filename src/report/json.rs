@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::analyze::SessionFacts;
 use crate::corpus::{Calls, Corpus, SessionSummary};
+use crate::frame::{FileCost, Repricing};
 use crate::js::Num;
 use crate::usage::Totals;
 
@@ -22,6 +23,9 @@ struct SessionDocument<'a> {
     children: &'a [String],
     subagent_tokens: Num,
     subagent_cost: Num,
+    /// With `--cost calculate|auto`: the file's cost under that mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pricing: Option<FileCost>,
 }
 
 /// A file that is not a session pisa could read; for a subagent transcript, what the corpus
@@ -114,14 +118,26 @@ impl CorpusTotals {
 }
 
 /// Write the document: `{"sessions": [...], "rejected": [...], "issues": [...], "totals": {...}}`.
-pub fn sessions_document(out: &mut impl std::io::Write, c: &Corpus) -> std::io::Result<()> {
-    out.write_all(b"{\"sessions\":[")?;
+/// With `pricing` (`--cost calculate|auto`), each session and the document carry a `pricing`
+/// object: the cost under that mode.
+pub fn sessions_document(
+    out: &mut impl std::io::Write,
+    c: &Corpus,
+    pricing: Option<&Repricing>,
+) -> std::io::Result<()> {
+    write!(
+        out,
+        "{{\"schemaVersion\":{},\"sessions\":[",
+        super::rollup::SCHEMA_VERSION
+    )?;
     for (i, s) in c.sessions.iter().enumerate() {
         if i > 0 {
             out.write_all(b",")?;
         }
         let facts = c.facts(s)?;
-        serde_json::to_writer(&mut *out, &session_document(s, &facts))?;
+        let mut doc = session_document(s, &facts);
+        doc.pricing = pricing.map(|p| p.files.get(&s.rel).copied().unwrap_or_default());
+        serde_json::to_writer(&mut *out, &doc)?;
     }
     out.write_all(b"],\"rejected\":")?;
     list(
@@ -136,6 +152,17 @@ pub fn sessions_document(out: &mut impl std::io::Write, c: &Corpus) -> std::io::
     list(out, c.issues.iter())?;
     out.write_all(b",\"totals\":")?;
     serde_json::to_writer(&mut *out, &CorpusTotals::of(c))?;
+    if let Some(p) = pricing {
+        out.write_all(b",\"pricing\":")?;
+        let doc = serde_json::json!({
+            "cost": p.mode.name(),
+            "priceTable": p.price_table,
+            "total": crate::js::num_json(p.total.cost),
+            "repriced": p.total.repriced,
+            "unpriced": p.total.unpriced,
+        });
+        serde_json::to_writer(&mut *out, &doc)?;
+    }
     out.write_all(b"}\n")
 }
 
@@ -148,6 +175,7 @@ fn session_document<'a>(s: &'a SessionSummary, facts: &'a SessionFacts) -> Sessi
         children: &s.children,
         subagent_tokens: Num(s.subagent.tokens()),
         subagent_cost: Num(s.subagent.cost),
+        pricing: None,
     }
 }
 

@@ -1,8 +1,10 @@
 //! Rendering: terminal tables and JSON documents, always into an `impl Write`.
 
 pub mod compactions;
+pub mod compat;
 pub mod inspect;
 pub mod json;
+pub mod pricing;
 
 pub use json::sessions_document;
 pub mod rollup;

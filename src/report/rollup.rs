@@ -18,6 +18,7 @@ use crate::analyze::parse_iso_ms;
 use crate::corpus::{Corpus, SessionSummary};
 use crate::frame::Frames;
 use crate::js::num_json;
+use crate::pricing::{Billing, BillingFilter, CostMode};
 
 /// What the rows of a report are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +87,12 @@ pub struct Options {
     pub breakdown: bool,
     /// Default: time keys ascending, other keys by cost descending.
     pub order: Option<Order>,
+    /// Which cost is summed.
+    pub cost: CostMode,
+    /// Which calls count, by how their provider bills.
+    pub billing: BillingFilter,
+    /// The price table's name (`pi-ai@1.6.0`), for the footer.
+    pub price_table: String,
 }
 
 /// The sums of one row.
@@ -102,6 +109,14 @@ pub struct Figures {
     pub summary_cost: f64,
     /// Cost billed inside tool results.
     pub tool_cost: f64,
+    /// Of `cost`, what calls to api-billed providers cost.
+    pub api_cost: f64,
+    /// Of `cost`, what calls to subscription-billed providers would have cost through the API.
+    pub subscription_cost: f64,
+    /// Calls whose cost comes from the price table (`--cost calculate` or `auto`).
+    pub repriced: u64,
+    /// Calls with tokens and a cost of 0: no price recorded, or none known.
+    pub unpriced: u64,
 }
 
 impl Figures {
@@ -129,6 +144,10 @@ impl Figures {
         self.compactions += o.compactions;
         self.summary_cost += o.summary_cost;
         self.tool_cost += o.tool_cost;
+        self.api_cost += o.api_cost;
+        self.subscription_cost += o.subscription_cost;
+        self.repriced += o.repriced;
+        self.unpriced += o.unpriced;
     }
 
     fn json(&self) -> serde_json::Map<String, Value> {
@@ -139,6 +158,8 @@ impl Figures {
         m.insert("cacheRead".into(), num_json(self.cache_read));
         m.insert("totalTokens".into(), num_json(self.tokens()));
         m.insert("cost".into(), num_json(self.cost));
+        m.insert("apiCost".into(), num_json(self.api_cost));
+        m.insert("subscriptionCost".into(), num_json(self.subscription_cost));
         m.insert("requests".into(), json!(self.requests));
         m.insert("compactions".into(), json!(self.compactions));
         m.insert("cacheHitRatio".into(), json!(self.cache_hit_ratio()));
@@ -182,6 +203,9 @@ pub struct Report {
     pub until: Option<Date>,
     pub rows: Vec<Row>,
     pub totals: Figures,
+    pub cost: CostMode,
+    pub billing: BillingFilter,
+    pub price_table: String,
 }
 
 /// Pi's grouping key of a billed call (`provider/(responseModel ?? model)`; tool results
@@ -205,6 +229,10 @@ pub fn kind_key(source: &str, kind: Option<&str>) -> String {
         (s, _) => s.to_string(),
     }
 }
+
+/// The version of the reports' JSON documents (`schemaVersion`); raised when a key changes
+/// meaning or goes away (new keys do not raise it). Their JSON Schemas are in `schemas/`.
+pub const SCHEMA_VERSION: u32 = 1;
 
 /// A key used when a row has no time or no value.
 const NONE_KEY: &str = "(none)";
@@ -285,6 +313,9 @@ pub fn build(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Repo
         until: o.until,
         rows,
         totals,
+        cost: o.cost,
+        billing: o.billing,
+        price_table: o.price_table.clone(),
     })
 }
 
@@ -324,7 +355,18 @@ fn add_usage(rows: &mut Rows, u: &DataFrame, k: &Keyer<'_>) -> PolarsResult<()> 
     let inherited: Vec<bool> = u.column("inherited")?.bool()?.iter().map(|b| b == Some(true)).collect();
     let (input, output) = (number("input")?, number("output")?);
     let (cache_read, cache_write, cost) = (number("cache_read")?, number("cache_write")?, number("cost")?);
+    let calculated: Vec<Option<f64>> = u.column("cost_calculated")?.f64()?.iter().collect();
+    let billing = text("billing")?;
     for i in (0..u.height()).filter(|&i| !inherited[i]) {
+        let subscription = billing[i] == Some(Billing::Subscription.name());
+        let billed = if subscription {
+            Billing::Subscription
+        } else {
+            Billing::Api
+        };
+        if !k.o.billing.keeps(billed) {
+            continue;
+        }
         let day = k.day(times[i].map(|t| t as f64));
         let source = source[i].unwrap_or_default();
         let model = model_key(source, provider[i], model[i], response_model[i]);
@@ -340,16 +382,23 @@ fn add_usage(rows: &mut Rows, u: &DataFrame, k: &Keyer<'_>) -> PolarsResult<()> 
             _ => kind_key(source, kind[i]),
         };
         let summary = matches!(source, "compaction" | "branch_summary");
+        let tokens = input[i] + output[i] + cache_read[i] + cache_write[i];
+        let chosen = k.o.cost.choose(cost[i], tokens, calculated[i]);
+        let c = chosen.cost;
         let f = Figures {
             input: input[i],
             output: output[i],
             cache_read: cache_read[i],
             cache_write: cache_write[i],
-            cost: cost[i],
+            cost: c,
             requests: 1,
             compactions: 0,
-            summary_cost: if summary { cost[i] } else { 0.0 },
-            tool_cost: if source == "tool" { cost[i] } else { 0.0 },
+            summary_cost: if summary { c } else { 0.0 },
+            tool_cost: if source == "tool" { c } else { 0.0 },
+            api_cost: if subscription { 0.0 } else { c },
+            subscription_cost: if subscription { c } else { 0.0 },
+            repriced: chosen.repriced.into(),
+            unpriced: chosen.unpriced.into(),
         };
         rows.add(key, model, &f);
     }
@@ -439,21 +488,27 @@ fn percent(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |x| format!("{:.1}%", x * 100.0))
 }
 
-fn figure_cells(f: &Figures) -> Vec<Cell> {
+fn figure_cells(f: &Figures, split: bool) -> Vec<Cell> {
     let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
-    vec![
+    let mut cells = vec![
         right(tokens(f.input)),
         right(tokens(f.output)),
         right(tokens(f.cache_write)),
         right(tokens(f.cache_read)),
         right(tokens(f.tokens())),
         right(usd(f.cost)),
+    ];
+    if split {
+        cells.push(right(usd(f.subscription_cost)));
+    }
+    cells.extend([
         right(f.requests.to_string()),
         right(f.compactions.to_string()),
         right(percent(f.cache_hit_ratio())),
         right(percent(f.share(f.summary_cost))),
         right(percent(f.share(f.tool_cost))),
-    ]
+    ]);
+    cells
 }
 
 /// The report as a terminal table with a totals row.
@@ -473,22 +528,13 @@ pub fn table(out: &mut impl Write, r: &Report, terminal: bool) -> std::io::Resul
             "Subagents".into(),
         ]);
     }
-    header.extend(
-        [
-            "Input",
-            "Output",
-            "Cache write",
-            "Cache read",
-            "Total tokens",
-            "Cost",
-            "Requests",
-            "Compactions",
-            "Cache hit",
-            "Summaries",
-            "Tools",
-        ]
-        .map(String::from),
-    );
+    // The subscription column when there is subscription value to split from API spend.
+    let split = r.totals.subscription_cost != 0.0 || r.billing == BillingFilter::Subscription;
+    header.extend(["Input", "Output", "Cache write", "Cache read", "Total tokens", "Cost"].map(String::from));
+    if split {
+        header.push("of which subscription".into());
+    }
+    header.extend(["Requests", "Compactions", "Cache hit", "Summaries", "Tools"].map(String::from));
     t.set_header(header);
     let pad = if r.group == Group::Session { 4 } else { 0 };
     for row in &r.rows {
@@ -498,18 +544,18 @@ pub fn table(out: &mut impl Write, r: &Report, terminal: bool) -> std::io::Resul
         } else if pad > 0 {
             cells.extend((0..pad).map(|_| Cell::new("")));
         }
-        cells.extend(figure_cells(&row.figures));
+        cells.extend(figure_cells(&row.figures, split));
         t.add_row(cells);
         for (m, f) in &row.models {
             let mut cells = vec![Cell::new(format!("  └ {}", terminal_safe(m)))];
             cells.extend((0..pad).map(|_| Cell::new("")));
-            cells.extend(figure_cells(f));
+            cells.extend(figure_cells(f, split));
             t.add_row(cells);
         }
     }
     let mut cells = vec![Cell::new("Total")];
     cells.extend((0..pad).map(|_| Cell::new("")));
-    cells.extend(figure_cells(&r.totals));
+    cells.extend(figure_cells(&r.totals, split));
     t.add_row(cells);
     writeln!(out, "{t}")?;
     footer(out, r)
@@ -548,7 +594,42 @@ fn footer(out: &mut impl Write, r: &Report) -> std::io::Result<()> {
         "{} report, time zone {}{range}; each billed call counted once (copies in forks, repeated lines, subagent tool results and transcripts left out).",
         r.group.name(),
         r.tz_name
-    )
+    )?;
+    match pricing_note(r) {
+        Some(note) => writeln!(out, "{note}"),
+        None => Ok(()),
+    }
+}
+
+/// What the footer says about cost: the mode and billing when not the defaults, how many
+/// calls were repriced, and how many have tokens but no price (never a silent $0).
+pub fn pricing_note(r: &Report) -> Option<String> {
+    let t = &r.totals;
+    let mut parts = Vec::new();
+    if r.cost != CostMode::Recorded {
+        parts.push(format!(
+            "cost {}: {} calls priced from {}",
+            r.cost.name(),
+            t.repriced,
+            r.price_table
+        ));
+    }
+    if r.billing != BillingFilter::All {
+        parts.push(format!("only {}-billed providers", r.billing.name()));
+    }
+    if t.unpriced > 0 {
+        parts.push(match r.cost {
+            CostMode::Recorded => format!(
+                "{} calls have tokens but no recorded cost, counted as $0 (--cost auto prices those with a known price)",
+                t.unpriced
+            ),
+            _ => format!(
+                "{} calls have tokens but no known price, counted as $0 (add one under [prices] in the config)",
+                t.unpriced
+            ),
+        });
+    }
+    (!parts.is_empty()).then(|| format!("{}.", parts.join("; ")))
 }
 
 /// The report as one JSON document.
@@ -584,12 +665,20 @@ pub fn to_json(r: &Report) -> Value {
         Value::Object(m)
     };
     json!({
+        "schemaVersion": SCHEMA_VERSION,
         "report": r.group.name(),
         "timezone": r.tz_name,
         "since": r.since.map(|d| d.to_string()),
         "until": r.until.map(|d| d.to_string()),
         "rows": r.rows.iter().map(row_json).collect::<Vec<_>>(),
         "totals": Value::Object(r.totals.json()),
+        "pricing": {
+            "cost": r.cost.name(),
+            "billing": r.billing.name(),
+            "priceTable": r.price_table,
+            "repriced": r.totals.repriced,
+            "unpriced": r.totals.unpriced,
+        },
     })
 }
 
@@ -638,6 +727,8 @@ pub fn to_frame(r: &Report) -> PolarsResult<DataFrame> {
         col_t("cache_read", |f| f.cache_read),
         col_t("total_tokens", Figures::tokens),
         col_f("cost", |f| f.cost),
+        col_f("api_cost", |f| f.api_cost),
+        col_f("subscription_cost", |f| f.subscription_cost),
         Column::new("requests".into(), figs.iter().map(|f| f.requests).collect::<Vec<_>>()),
         Column::new(
             "compactions".into(),

@@ -17,6 +17,7 @@ pub fn sessions(
     tz: &jiff::tz::TimeZone,
     tz_name: &str,
     terminal: bool,
+    pricing: Option<&crate::frame::Repricing>,
 ) -> std::io::Result<()> {
     let mut table = Table::new();
     table
@@ -48,11 +49,17 @@ pub fn sessions(
     });
     for s in order {
         let r = &s.row;
-        let inherited = r.totals.cost - r.own.cost;
-        let cost = if inherited.abs() > 1e-12 {
-            format!("{} ({} own)", usd(r.totals.cost), usd(r.own.cost))
+        let (total, own) = match pricing {
+            Some(p) => {
+                let f = p.files.get(&s.rel).copied().unwrap_or_default();
+                (f.cost, f.own_cost)
+            }
+            None => (r.totals.cost, r.own.cost),
+        };
+        let cost = if (total - own).abs() > 1e-12 {
+            format!("{} ({} own)", usd(total), usd(own))
         } else {
-            usd(r.totals.cost)
+            usd(total)
         };
         table.add_row(vec![
             Cell::new(terminal_safe(&r.project)),
@@ -68,7 +75,19 @@ pub fn sessions(
         ]);
     }
     writeln!(out, "{table}")?;
-    footer(out, corpus)
+    footer(out, corpus)?;
+    if let Some(p) = pricing {
+        writeln!(
+            out,
+            "cost {}: {} (each call once), {} calls priced from {}, {} with tokens and no known price counted as $0",
+            p.mode.name(),
+            usd(p.total.cost),
+            p.total.repriced,
+            p.price_table,
+            p.total.unpriced
+        )?;
+    }
+    Ok(())
 }
 
 /// `2026-05-01T10:00:00.000Z` → `2026-05-01 12:00` in Europe/Berlin.
