@@ -28,7 +28,7 @@ import multiprocessing
 from collections import Counter, deque
 
 GENERATOR = "pisa-datasets/generate.py"
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 HOME = "/Users/mira"
 SESSIONS_ROOT = HOME + "/.pi/agent/sessions"  # what parentSession paths point into
 
@@ -262,7 +262,32 @@ MODELS = [
     (2, Model("openrouter", "openrouter/auto", "openai-completions", (1, 4, 0.1, 0), 200000, "completions")),
     (2, Model("xai", "grok-code-fast-1", "openai-completions", (0.2, 1.5, 0.02, 0), 256000, "completions")),
     (1, Model("ollama", "qwen2.5-coder:32b", "openai-completions", (0, 0, 0, 0), 32768, "completions", reasoning=False)),
+    (2, Model("github-copilot", "claude-sonnet-4.6", "anthropic-messages", (3, 15, 0.3, 3.75), 200000, "anthropic")),
 ]
+
+
+def _registry_prices():
+    """Pi's price table as pisa embeds it (pi-ai 1.6.0's registry): the prices Pi writes into
+    `usage.cost` for the models it knows. Models it does not know (retired ids, local models)
+    keep the prices above, as if an older Pi or a custom provider had priced them."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "pricing", "pi-ai.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            table = json.load(f)
+    except OSError:
+        return {}
+    out = {}
+    for m in table["models"]:
+        c = m["cost"]
+        rates = lambda r: (r["input"], r["output"], r["cacheRead"], r["cacheWrite"])
+        out[(m["provider"], m["id"])] = (rates(c), tuple((t["inputTokensAbove"], rates(t)) for t in c.get("tiers", ())))
+    return out
+
+
+_REGISTRY = _registry_prices()
+for _, _m in MODELS:
+    if (_m.provider, _m.id) in _REGISTRY:
+        _m.cost, _m.tiers = _REGISTRY[(_m.provider, _m.id)]
 MODEL_BY_KEY = {(m.provider, m.id): m for _, m in MODELS}
 OPENROUTER_AUTO_TARGETS = ["anthropic/claude-sonnet-4.5", "openai/gpt-5", "google/gemini-2.5-pro", "deepseek/deepseek-chat-v3.1"]
 ANTHROPIC_FALLBACKS = {"claude-opus-4-5": "claude-opus-4-1", "claude-sonnet-4-5": "claude-sonnet-4-20250514"}
@@ -2030,7 +2055,8 @@ SHOWCASE = [
     ("new", "v3", 10, {1: ["model:anthropic/claude-sonnet-4-5", "thinking:high"], 2: ["model:openrouter/openrouter/auto"],
                        3: ["model:openrouter/qwen/qwen3-coder"], 4: ["model:xai/grok-code-fast-1"],
                        5: ["model:ollama/qwen2.5-coder:32b"], 6: ["model:google/gemini-2.5-pro"], 7: ["model:openai/gpt-5"],
-                       8: ["model:anthropic/claude-opus-4-5", "thinking:medium", "usage_entry"], 9: ["usage_unknown"]},
+                       8: ["model:anthropic/claude-opus-4-5", "thinking:medium", "usage_entry"],
+                       9: ["usage_unknown", "model:github-copilot/claude-sonnet-4.6"]},
      ["thinking_redacted", "cacheWrite1h", "responseModel_same", "cost_total_from_provider", "stop_aborted", "stop_error",
       "retry_after_error", "stop_length", "tool_result_usage"], True),
     # context edits of every kind: on and off the path, before the kept range, of the compaction itself, abandoned
@@ -3078,7 +3104,7 @@ FEATURE_CATALOGUE = sorted([
     "system_initial", "system_late", "system_patch", "system_section_removed",
     "user_content_string", "user_image", "image", "long_gap",
     "assistant", "thinking", "thinking_redacted", "tool_call", "tool_result", "tool_result_error", "tool_result_usage",
-    "provider_anthropic", "provider_openai", "provider_google", "provider_openrouter", "provider_xai", "provider_ollama",
+    "provider_anthropic", "provider_openai", "provider_google", "provider_openrouter", "provider_xai", "provider_ollama", "provider_github-copilot",
     "model_change", "model_change_virtual", "thinking_level_change",
     "responseModel", "responseModel_same", "responseModel_virtual", "cost_total_from_provider", "cacheWrite1h",
     "stop_aborted", "stop_error", "stop_length", "zero_usage", "retry_after_error",
