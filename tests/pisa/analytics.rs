@@ -309,7 +309,14 @@ fn exports_read_back_with_the_documented_types() {
     let d = sample();
     let out = export(&d, &["--source", "test-machine"]);
     let (corpus, parts) = scan_rows(&d);
-    let frames = pisa::frame::Frames::build(&corpus, parts, "test-machine").unwrap();
+    let frames = pisa::frame::Frames::build(
+        &corpus,
+        parts,
+        "test-machine",
+        &pisa::pricing::Pricing::default(),
+        pisa::pricing::CostMode::Recorded,
+    )
+    .unwrap();
     let schemas = [
         ("usage", pisa::frame::USAGE),
         ("sessions", pisa::frame::SESSIONS),
@@ -398,7 +405,14 @@ fn monthly_partitions_form_one_table_and_replace_the_previous_export() {
     );
     assert!(months.len() >= 2);
     let (corpus, parts) = scan_rows(&d);
-    let frames = pisa::frame::Frames::build(&corpus, parts, "test-machine").unwrap();
+    let frames = pisa::frame::Frames::build(
+        &corpus,
+        parts,
+        "test-machine",
+        &pisa::pricing::Pricing::default(),
+        pisa::pricing::CostMode::Recorded,
+    )
+    .unwrap();
     assert_eq!(rows, frames.usage.height());
 }
 

@@ -246,7 +246,7 @@ fn neighbours() -> &'static Vec<(String, Vec<u8>)> {
 fn scan_sessions(dir: &Path) -> std::collections::BTreeMap<String, Map<String, Value>> {
     let (c, _) = corpus::scan(&[dir.to_path_buf()], &NoRows, &Quiet, None).expect("the scan runs");
     let mut out = Vec::new();
-    pisa::report::sessions_document(&mut out, &c).expect("render");
+    pisa::report::sessions_document(&mut out, &c, None).expect("render");
     let doc: Value = serde_json::from_slice(&out).expect("sessions --json is JSON");
     doc["sessions"]
         .as_array()

@@ -9,6 +9,7 @@ mod cli;
 mod hostile;
 mod notebooks;
 mod oracle;
+mod pricing;
 mod properties;
 mod robust;
 mod subagents;

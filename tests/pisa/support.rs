@@ -29,6 +29,11 @@ impl TestEnv {
         Command::new(self.dir.join("venv").join("bin").join("python"))
     }
 
+    /// Where Pi's npm package (and pi-ai with it) is installed.
+    pub fn node_modules(&self) -> PathBuf {
+        self.dir.join("node").join("node_modules")
+    }
+
     /// Node with the environment in which the oracle finds Pi's package.
     pub fn node(&self) -> Command {
         let mut node = Command::new("node");
@@ -69,6 +74,9 @@ pub fn pisa(args: &[&str]) -> (i32, String, String) {
     let out = assert_cmd::Command::cargo_bin("pisa")
         .expect("pisa binary")
         .env("PISA_NO_CACHE", "1")
+        // The developer's own config file must not change what the tests see.
+        .env_remove("PISA_CONFIG")
+        .env("XDG_CONFIG_HOME", repo().join("tests").join("no-config"))
         .args(args)
         .output()
         .expect("run pisa");
