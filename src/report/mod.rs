@@ -1,11 +1,14 @@
 //! Rendering: terminal tables and JSON documents, always into an `impl Write`.
 
+pub mod blocks;
+pub mod calls;
 pub mod compactions;
 pub mod inspect;
 pub mod json;
 
 pub use json::sessions_document;
 pub mod rollup;
+pub mod status;
 pub mod table;
 
 /// Remove control characters, escape sequences and bidirectional overrides from file-derived
