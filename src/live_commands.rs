@@ -2,7 +2,7 @@
 //! reports (`pisa::report::status`, `pisa::report::blocks`, `pisa::live`).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -18,13 +18,16 @@ fn now_ms(now: &Now) -> i64 {
     now.now.unwrap_or_else(jiff::Timestamp::now).as_millisecond()
 }
 
-/// The folders to read: as given, else Pi's sessions folder (never the sample: a prompt
-/// must not show made-up figures).
-fn roots(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+/// The folders to read: as given, else Pi's sessions folder, else none when a session file
+/// is given (never the sample: a prompt must not show made-up figures).
+fn roots(paths: &[PathBuf], session: Option<&Path>) -> Result<Vec<PathBuf>> {
     if !paths.is_empty() {
         return Ok(paths.to_vec());
     }
     let root = pisa::scan::default_root().context("cannot find the home folder; give a path")?;
+    if !root.exists() && session.is_some() {
+        return Ok(Vec::new());
+    }
     anyhow::ensure!(
         root.exists(),
         "there are no sessions at {}; give a path",
@@ -38,7 +41,7 @@ pub fn status(ctx: &Ctx, a: StatusArgs) -> Result<ExitCode> {
     let template = a.format.as_deref().unwrap_or(status::DEFAULT_FORMAT);
     status::check_format(template)?;
     let o = status::Options {
-        roots: roots(&a.paths)?,
+        roots: roots(&a.paths, a.session.as_deref())?,
         cache_dir: ctx.cache_dir.clone(),
         session: a.session,
         now_ms: now_ms(&a.now),
@@ -85,7 +88,7 @@ pub fn blocks(ctx: &Ctx, a: BlocksArgs) -> Result<ExitCode> {
 
 pub fn watch(ctx: &Ctx, a: WatchArgs) -> Result<ExitCode> {
     let (tz, tz_name) = zone(&a.zone)?;
-    let roots = roots(&a.paths)?;
+    let roots = roots(&a.paths, a.session.as_deref())?;
     let mut o = status::Options {
         roots: roots.clone(),
         cache_dir: ctx.cache_dir.clone(),
