@@ -247,7 +247,7 @@ fn calls_since(corpus: &Corpus, cache_dir: Option<&Path>, since: Option<i64>) ->
             reasons.insert(r.rel().to_string(), &t.calls);
         }
     }
-    files.sort_by(|a, b| b.size.cmp(&a.size));
+    files.sort_by_key(|f| std::cmp::Reverse(f.size));
     let cache = cache_dir.map(Cache::open_read_only);
     let (sub, parts) = corpus::analyze_files(&files, &CallRows, &Quiet, cache.as_ref())?;
     let own = sub.sessions.iter().map(|s| (s.rel.as_str(), &s.calls));
@@ -272,10 +272,14 @@ fn calls_since(corpus: &Corpus, cache_dir: Option<&Path>, since: Option<i64>) ->
 fn current<'a>(corpus: &'a Corpus, session: Option<&Path>) -> Option<&'a SessionSummary> {
     if let Some(file) = session {
         let want = std::fs::canonicalize(file).ok()?;
-        return corpus
-            .sessions
-            .iter()
-            .find(|s| std::fs::canonicalize(&s.path).is_ok_and(|p| p == want));
+        // The same name first: resolving every session's path costs a few syscalls each.
+        let named = |s: &&SessionSummary| s.path == file || s.path == want;
+        return corpus.sessions.iter().find(named).or_else(|| {
+            corpus
+                .sessions
+                .iter()
+                .find(|s| std::fs::canonicalize(&s.path).is_ok_and(|p| p == want))
+        });
     }
     let written = |s: &SessionSummary| std::fs::metadata(&s.path).and_then(|m| m.modified()).ok();
     corpus

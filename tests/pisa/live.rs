@@ -249,6 +249,35 @@ fn runs_at_once_never_corrupt_the_cache() {
     );
 }
 
+#[test]
+fn status_line_follows_the_template_and_the_asked_for_session() {
+    let (dir, first) = live_folder(&[0.5, 0.25]);
+    let other = first.with_file_name("2026-03-10T11-30-00-000Z_s2.jsonl");
+    std::fs::write(&other, session_lines("s2", now_ms() - 1_800_000, &[4.0])).expect("write");
+    let d = dir.path().to_str().unwrap();
+    let line = |extra: &[&str]| {
+        let mut args = vec![
+            "status",
+            "-z",
+            "UTC",
+            "--now",
+            NOW,
+            d,
+            "--format",
+            "{session}|{session_cost}|{today_cost}|{block_cost}|{{x}}",
+        ];
+        args.extend(extra);
+        pisa(&args)
+    };
+    // s2 was written last.
+    assert_eq!(line(&[]).1, "s2|$4.00|$4.75|$4.75|{x}\n");
+    let first = first.to_str().unwrap();
+    assert_eq!(line(&["--session", first]).1, "s1|$0.75|$4.75|$4.75|{x}\n");
+    let (code, _, err) = pisa(&["status", "--format", "{nope}", d]);
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown placeholder {nope}"), "{err}");
+}
+
 mod watch {
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
