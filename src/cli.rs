@@ -62,6 +62,15 @@ pub enum Command {
     Query(QueryArgs),
     /// The price pisa charges for a model, and where it comes from (Pi's registry or the config).
     Pricing(PricingArgs),
+    /// One line for a shell prompt or Pi's footer: the current session's cost and context, today's
+    /// cost, the active 5-hour window's cost and burn rate.
+    Status(StatusArgs),
+    /// Usage in 5-hour billing windows (cut as ccusage cuts them), with the active window's
+    /// burn rate and projection.
+    Blocks(BlocksArgs),
+    /// A full-screen live view (today, the active window, the current session and its
+    /// compactions) that refreshes when Pi writes; `q` quits.
+    Watch(WatchArgs),
     /// Throughput of each stage on a corpus: reading, line splitting, parsing, the whole
     /// pipeline, and a re-run from the cache.
     Bench(BenchArgs),
@@ -326,4 +335,67 @@ impl From<Partition> for pisa::export::Partition {
             Partition::Month => Self::Month,
         }
     }
+}
+
+/// `--now`, hidden: the instant the live commands take for now (tests, replays of a corpus).
+#[derive(Debug, clap::Args)]
+pub struct Now {
+    /// Take this instant (RFC 3339) for now.
+    #[arg(long, hide = true, value_name = "TIME")]
+    pub now: Option<jiff::Timestamp>,
+}
+
+/// Arguments of `pisa status`.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// Session folders or files (default: Pi's sessions folder).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// The current session (default: the session file written last).
+    #[arg(long, value_name = "FILE")]
+    pub session: Option<PathBuf>,
+    /// Print JSON instead of a line.
+    #[arg(long, short, conflicts_with = "format")]
+    pub json: bool,
+    /// The line, with placeholders such as {session_cost}, {context}, {today_cost},
+    /// {block_cost}, {burn_rate}, {block_left} (see the README for all).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub format: Option<String>,
+    #[command(flatten)]
+    pub zone: Zone,
+    #[command(flatten)]
+    pub now: Now,
+}
+
+/// Arguments of `pisa blocks`.
+#[derive(Debug, clap::Args)]
+pub struct BlocksArgs {
+    #[command(flatten)]
+    pub input: Input,
+    /// Only the active window (none when no call was made in the last 5 hours).
+    #[arg(long)]
+    pub active: bool,
+    /// Print JSON.
+    #[arg(long, short)]
+    pub json: bool,
+    #[command(flatten)]
+    pub zone: Zone,
+    #[command(flatten)]
+    pub now: Now,
+}
+
+/// Arguments of `pisa watch`.
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    /// Session folders or files (default: Pi's sessions folder).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// The current session (default: the session file written last).
+    #[arg(long, value_name = "FILE")]
+    pub session: Option<PathBuf>,
+    /// Seconds between checks when file notifications are not available.
+    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    pub interval: f64,
+    #[command(flatten)]
+    pub zone: Zone,
 }

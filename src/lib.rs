@@ -19,6 +19,8 @@ pub mod error;
 pub mod export;
 pub mod frame;
 pub mod js;
+#[cfg(feature = "live")]
+pub mod live;
 pub mod parse;
 pub mod paths;
 pub mod pricing;

@@ -8,6 +8,7 @@
 mod bench;
 mod cli;
 mod demo;
+mod live_commands;
 
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -115,6 +116,9 @@ fn run(cli: Cli) -> ExitCode {
         Command::Query(a) => query(&ctx, a),
         Command::Pricing(a) => pricing(&ctx, a),
         Command::Bench(a) => bench(a),
+        Command::Status(a) => live_commands::status(&ctx, a),
+        Command::Blocks(a) => live_commands::blocks(&ctx, a),
+        Command::Watch(a) => live_commands::watch(&ctx, a),
     };
     match result {
         Ok(code) => code,

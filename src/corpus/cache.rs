@@ -18,6 +18,10 @@
 //! - `entries/<hash of the path>.bin`: the parsed entries of one file (a
 //!   [`crate::parse::Prefix`]), to go on from when the file grows.
 //!
+//! Runs share the folder through [`super::lock`]: the run that takes its write lock reads and
+//! writes the cache; a run that finds it taken reads the cache without writing anything into
+//! it ([`Cache::read_only`]), so it never waits and never overwrites the other's index.
+//!
 //! The index and the entries start with a magic number and [`FORMAT`]; a file that does not
 //! decode, or was written by another format, is discarded with a warning and never trusted.
 //! Each session's bulk and each entries file is checked against a hash kept in the index
@@ -248,6 +252,10 @@ pub struct Cache {
     /// A record was added or replaced (else the index needs no rewrite, unless files went).
     changed: std::sync::atomic::AtomicBool,
     warnings: Mutex<Vec<String>>,
+    /// The write lock, held until [`Cache::save`]; `None` in a read-only view.
+    _lock: Option<super::lock::WriteLock>,
+    /// Another run held the lock (or the view was asked for): write nothing into `dir`.
+    read_only: bool,
 }
 
 /// The key of a file: its path as given to the scan, made absolute.
@@ -303,9 +311,32 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 impl Cache {
-    /// Open the cache in `dir` (created when first written). An unreadable index is
-    /// reported by [`Cache::warnings`] and the run starts afresh.
+    /// Open the cache in `dir` (created when first written) with its write lock, or read-only
+    /// when another run holds the lock. An unreadable index is reported by
+    /// [`Cache::warnings`] and the run starts afresh.
     pub fn open(dir: &Path) -> Cache {
+        match super::lock::try_write(dir) {
+            Ok(super::lock::Attempt::Held(lock)) => Cache {
+                _lock: Some(lock),
+                ..Cache::read(dir, false)
+            },
+            Ok(super::lock::Attempt::Busy) => Cache::read(dir, true),
+            // No lock to be had (a read-only folder): as before locks, writes fail and warn.
+            Err(_) => Cache::read(dir, false),
+        }
+    }
+
+    /// Open the cache in `dir` to read only: nothing is written into the folder, no lock taken.
+    pub fn open_read_only(dir: &Path) -> Cache {
+        Cache::read(dir, true)
+    }
+
+    /// Whether this run writes nothing into the cache folder.
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn read(dir: &Path, read_only: bool) -> Cache {
         let index_path = dir.join("index.bin");
         let mut warnings = Vec::new();
         let old = match std::fs::read(&index_path) {
@@ -371,6 +402,8 @@ impl Cache {
             kept: Mutex::new(std::collections::HashSet::new()),
             changed: std::sync::atomic::AtomicBool::new(false),
             warnings: Mutex::new(warnings),
+            _lock: None,
+            read_only,
         }
     }
 
@@ -379,6 +412,10 @@ impl Cache {
     pub fn spill(&self) -> crate::corpus::spill::Spill {
         use crate::corpus::spill::Spill;
         let kept = std::mem::take(&mut *self.kept_files.lock().expect("cache lock"));
+        if self.read_only {
+            // Without a run file nothing of this run is recorded (see `Cache::bulk`).
+            return Spill::with_file(tempfile::tempfile().ok(), kept);
+        }
         let dir = self.dir.join("spills");
         let made = std::fs::create_dir_all(&dir)
             .and_then(|()| tempfile::NamedTempFile::new_in(&dir))
@@ -465,6 +502,9 @@ impl Cache {
 
     /// Record a freshly read file: its stamp, its summary and (for a session) its entries.
     pub fn put(&self, key: String, rel: &str, stamp: Stamp, summary: Vec<u8>, bulk: Option<Bulk>, entries: Blob) {
+        if self.read_only {
+            return;
+        }
         let entries = match entries {
             Blob::None => None,
             Blob::Keep(hash) => Some(hash),
@@ -512,6 +552,9 @@ impl Cache {
     /// files that are gone are removed; this run's spill is kept if the index points into it,
     /// and spills it no longer points into are removed.
     pub fn save(self, roots: &[PathBuf]) -> Result<(), String> {
+        if self.read_only {
+            return Ok(());
+        }
         let mut changed = self.changed.into_inner();
         let mut files = self.new.into_inner().expect("cache lock");
         let kept = self.kept.into_inner().expect("cache lock");

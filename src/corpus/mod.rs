@@ -15,6 +15,7 @@
 pub mod cache;
 mod cached;
 mod dedup;
+pub mod lock;
 pub mod spill;
 mod subagents;
 mod worker;

@@ -182,7 +182,7 @@ fn dtype(ty: Ty) -> DataType {
 }
 
 /// Unix ms of an ISO timestamp (entry timestamps), else of a message's ms timestamp.
-fn time_of(iso: Option<&str>, ms: Option<f64>) -> Option<i64> {
+pub fn time_of(iso: Option<&str>, ms: Option<f64>) -> Option<i64> {
     iso.and_then(parse_iso_ms)
         .or(ms)
         .filter(|t| t.is_finite() && t.abs() < 8.64e15)

@@ -1,5 +1,7 @@
 //! Rendering: terminal tables and JSON documents, always into an `impl Write`.
 
+pub mod blocks;
+pub mod calls;
 pub mod compactions;
 pub mod compat;
 pub mod inspect;
@@ -8,6 +10,7 @@ pub mod pricing;
 
 pub use json::sessions_document;
 pub mod rollup;
+pub mod status;
 pub mod table;
 
 /// Remove control characters, escape sequences and bidirectional overrides from file-derived
