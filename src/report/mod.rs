@@ -1,6 +1,7 @@
 //! Rendering: terminal tables and JSON documents, always into an `impl Write`.
 
 pub mod compactions;
+pub mod html;
 pub mod inspect;
 pub mod json;
 
