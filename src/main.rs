@@ -15,7 +15,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{CommandFactory, Parser};
-use cli::{BenchArgs, Cli, Command, ExportArgs, HtmlArgs, Input, InspectArgs, QueryArgs, ReportArgs, SessionsArgs, Zone};
+use cli::{
+    BenchArgs, Cli, Command, ExportArgs, HtmlArgs, Input, InspectArgs, QueryArgs, ReportArgs, SessionsArgs, Zone,
+};
 use pisa::corpus::cache::Cache;
 use pisa::corpus::{self, Corpus, NoRows, Rows};
 use pisa::frame::{Frames, UsageRows};
@@ -390,12 +392,16 @@ fn html_report(ctx: &Ctx, a: HtmlArgs) -> Result<ExitCode> {
     let (s, frames) = frames(ctx, &a.input, None, false)?;
     let page = report::html::gather(&s.corpus, &frames, &o)?;
     let summed = started.elapsed();
-    let generated = jiff::Zoned::now().with_time_zone(o.tz.clone()).strftime("%Y-%m-%d %H:%M %Z").to_string();
+    let generated = jiff::Zoned::now()
+        .with_time_zone(o.tz.clone())
+        .strftime("%Y-%m-%d %H:%M %Z")
+        .to_string();
     let dir = match a.html.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot write into {}", dir.display()))?;
+    let mut tmp =
+        tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot write into {}", dir.display()))?;
     {
         let mut out = BufWriter::new(tmp.as_file_mut());
         report::html::write(&mut out, &page, &generated)?;
@@ -408,7 +414,8 @@ fn html_report(ctx: &Ctx, a: HtmlArgs) -> Result<ExitCode> {
         use std::os::unix::fs::PermissionsExt;
         tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
     }
-    tmp.persist(&a.html).with_context(|| format!("cannot write {}", a.html.display()))?;
+    tmp.persist(&a.html)
+        .with_context(|| format!("cannot write {}", a.html.display()))?;
     say(&format!(
         "wrote {} ({:.1} kB) in {:.2} s (scan and sums {:.2} s)",
         a.html.display(),

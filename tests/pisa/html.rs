@@ -35,7 +35,13 @@ const CHARTS: [&str; 6] = [
 /// `pisa report --html PAGE ARGS...`; its stderr. The exit code is 0, or 2 when files were
 /// damaged (the page is written all the same).
 fn report(page: &Path, args: &[&str]) -> String {
-    let mut all = vec!["report", "--html", page.to_str().expect("utf-8 path"), "--timezone", "UTC"];
+    let mut all = vec![
+        "report",
+        "--html",
+        page.to_str().expect("utf-8 path"),
+        "--timezone",
+        "UTC",
+    ];
     all.extend(args);
     let (code, _, err) = pisa(&all);
     assert!(code == 0 || code == 2, "pisa report exited {code}: {err}");
@@ -81,11 +87,16 @@ fn assert_rendered(seen: &Value, page: &Path) {
     let ids: Vec<&str> = charts.iter().map(|c| c["id"].as_str().unwrap_or_default()).collect();
     assert_eq!(ids, CHARTS, "charts drawn");
     for c in charts {
-        assert!(c["width"].as_f64() > Some(100.0) && c["height"].as_f64() > Some(100.0), "{c}");
+        assert!(
+            c["width"].as_f64() > Some(100.0) && c["height"].as_f64() > Some(100.0),
+            "{c}"
+        );
         assert!(c["shapes"].as_u64() > Some(0), "nothing drawn: {c}");
         assert!(c["texts"].as_u64() > Some(3), "no axis labels: {c}");
         assert!(c["tips"].as_u64() > Some(0), "no tooltips: {c}");
-        assert!(!c["title"].as_str().unwrap_or_default().is_empty() && !c["desc"].as_str().unwrap_or_default().is_empty());
+        assert!(
+            !c["title"].as_str().unwrap_or_default().is_empty() && !c["desc"].as_str().unwrap_or_default().is_empty()
+        );
     }
     assert_eq!(seen["figures"], 6);
     assert_eq!(seen["captions"], 6);
@@ -96,16 +107,27 @@ fn assert_rendered(seen: &Value, page: &Path) {
     assert_eq!(seen["exceptions"], json!([]), "uncaught exceptions");
     let own = format!("file://{}", std::fs::canonicalize(page).expect("page").display());
     let requests = seen["requests"].as_array().expect("requests");
-    assert!(requests.iter().all(|r| r.as_str() == Some(own.as_str())), "the page fetched {requests:?}");
+    assert!(
+        requests.iter().all(|r| r.as_str() == Some(own.as_str())),
+        "the page fetched {requests:?}"
+    );
     assert_ne!(seen["background"], seen["dark_background"], "no dark mode");
     let sorted = &seen["sorted"];
-    assert_eq!((sorted["ascending"].as_bool(), sorted["descending"].as_bool()), (Some(true), Some(true)), "{sorted}");
+    assert_eq!(
+        (sorted["ascending"].as_bool(), sorted["descending"].as_bool()),
+        (Some(true), Some(true)),
+        "{sorted}"
+    );
 }
 
 /// The page's totals are `pisa monthly --json`'s, number for number.
 fn assert_totals(shown: &Value, monthly: &Value) {
     for key in TOTALS {
-        assert_eq!(shown[key].as_f64(), monthly[key].as_f64(), "{key}: page {shown} vs monthly {monthly}");
+        assert_eq!(
+            shown[key].as_f64(),
+            monthly[key].as_f64(),
+            "{key}: page {shown} vs monthly {monthly}"
+        );
     }
 }
 
@@ -190,7 +212,11 @@ fn hostile_session_names_show_as_text_not_script() {
     hostile_session(tmp.path());
     let page = artifacts("html").join("hostile.html");
     let hostile = repo().join("tests").join("data").join("hostile");
-    let paths = [tmp.path().to_str().expect("utf-8"), hostile.to_str().expect("utf-8"), "--quiet"];
+    let paths = [
+        tmp.path().to_str().expect("utf-8"),
+        hostile.to_str().expect("utf-8"),
+        "--quiet",
+    ];
     report(&page, &paths);
     let html = std::fs::read_to_string(&page).expect("page");
     for raw in ["<script>window", "<img", "<svg onload", "\u{202e}"] {

@@ -71,7 +71,10 @@ pub fn test_env() -> &'static TestEnv {
 
 /// A folder under `target/test-artifacts` for what a test keeps to be looked at (screenshots).
 pub fn artifacts(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("..").join("test-artifacts").join(name);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("..")
+        .join("test-artifacts")
+        .join(name);
     std::fs::create_dir_all(&dir).expect("create the artifacts folder");
     dir
 }

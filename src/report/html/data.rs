@@ -184,7 +184,12 @@ fn frame_extras(u: &DataFrame, o: &Options) -> PolarsResult<Extras> {
     let number = |name: &str| -> PolarsResult<Vec<f64>> {
         Ok(u.column(name)?.f64()?.iter().map(|x| x.unwrap_or(0.0)).collect())
     };
-    let (file, project, origin, reason) = (text("file")?, text("project")?, text("origin")?, text("inherited_reason")?);
+    let (file, project, origin, reason) = (
+        text("file")?,
+        text("project")?,
+        text("origin")?,
+        text("inherited_reason")?,
+    );
     let (provider, model, response_model) = (text("provider")?, text("model")?, text("response_model")?);
     let times: Vec<Option<i64>> = u.column("timestamp")?.datetime()?.physical().iter().collect();
     let (input, output) = (number("input")?, number("output")?);

@@ -20,7 +20,8 @@ use std::borrow::Cow;
 /// neither break the markup nor reorder what is shown next to it.
 pub fn esc(s: &str) -> Cow<'_, str> {
     let plain = |c: char| {
-        !matches!(c, '&' | '<' | '>' | '"' | '\'' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') && !c.is_control()
+        !matches!(c, '&' | '<' | '>' | '"' | '\'' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            && !c.is_control()
     };
     if s.chars().all(plain) {
         return Cow::Borrowed(s);

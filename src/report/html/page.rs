@@ -26,9 +26,9 @@ pub fn write(out: &mut impl std::io::Write, page: &Page, generated: &str) -> std
     cache(&mut s, page);
     sessions(&mut s, page);
     compactions(&mut s, page);
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "<footer><p>Written by pisa {v}. Each billed call is counted once: copies in forks, repeated lines, subagent tool results and transcripts whose calls a session holds are left out. Nothing in this file is fetched from anywhere.</p></footer></main><script nonce=\"{nonce}\">{SCRIPT}</script></body></html>\n",
+        "<footer><p>Written by pisa {v}. Each billed call is counted once: copies in forks, repeated lines, subagent tool results and transcripts whose calls a session holds are left out. Nothing in this file is fetched from anywhere.</p></footer></main><script nonce=\"{nonce}\">{SCRIPT}</script></body></html>",
         v = env!("CARGO_PKG_VERSION"),
     );
     out.write_all(s.as_bytes())
@@ -39,7 +39,11 @@ pub fn write(out: &mut impl std::io::Write, page: &Page, generated: &str) -> std
 fn nonce() -> String {
     let a = std::collections::hash_map::RandomState::new().build_hasher().finish();
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
     format!("{a:016x}{:016x}", h.finish())
 }
 
@@ -125,7 +129,11 @@ fn sort_key(v: f64) -> String {
 
 /// A sortable table; `foot` rows (totals) stay at the bottom.
 fn table(s: &mut String, caption: &str, head: &[&str], rows: &[Vec<Cell>], foot: &[Vec<Cell>]) {
-    let _ = write!(s, "<table class=\"sortable\"><caption>{}</caption><thead><tr>", esc(caption));
+    let _ = write!(
+        s,
+        "<table class=\"sortable\"><caption>{}</caption><thead><tr>",
+        esc(caption)
+    );
     for h in head {
         let _ = write!(s, "<th scope=\"col\"><button type=\"button\">{}</button></th>", esc(h));
     }
@@ -196,28 +204,40 @@ const FIGURE_HEAD: [&str; 8] = [
     "Cache hit",
 ];
 
+/// A row of the totals table: its key, label, the two figures and how to show them.
+type TotalRow<'a> = (&'a str, &'a str, f64, f64, fn(f64) -> String);
+
 /// The totals beside the naive per-file sum; each value cell carries its exact number
 /// (`data-total`, `data-v`) for whoever checks the page against `pisa monthly --json`.
 fn totals(s: &mut String, p: &Page) {
     let (t, n) = (&p.totals, &p.naive);
-    let rows: [(&str, &str, f64, f64, fn(f64) -> String); 8] = [
+    let rows: [TotalRow<'_>; 8] = [
         ("cost", "Cost (USD)", t.cost, n.cost, usd),
         ("totalTokens", "Tokens", t.tokens(), n.tokens(), tokens),
         ("input", "Input tokens", t.input, n.input, tokens),
         ("output", "Output tokens", t.output, n.output, tokens),
         ("cacheWrite", "Cache-write tokens", t.cache_write, n.cache_write, tokens),
         ("cacheRead", "Cache-read tokens", t.cache_read, n.cache_read, tokens),
-        ("requests", "Billed calls", t.requests as f64, n.requests as f64, |x| tokens(x)),
-        ("compactions", "Compactions", t.compactions as f64, n.compactions as f64, |x| tokens(x)),
+        ("requests", "Billed calls", t.requests as f64, n.requests as f64, tokens),
+        (
+            "compactions",
+            "Compactions",
+            t.compactions as f64,
+            n.compactions as f64,
+            tokens,
+        ),
     ];
-    s.push_str("<section id=\"totals\" aria-labelledby=\"totals-h\"><h2 id=\"totals-h\">Totals</h2><div class=\"cards\">");
+    s.push_str(
+        "<section id=\"totals\" aria-labelledby=\"totals-h\"><h2 id=\"totals-h\">Totals</h2><div class=\"cards\">",
+    );
     let _ = write!(
         s,
         "<div class=\"card\"><span>Cost</span><strong>{}</strong></div><div class=\"card\"><span>Tokens</span><strong>{}</strong></div><div class=\"card\"><span>Billed calls</span><strong>{}</strong></div><div class=\"card\"><span>Cache hit</span><strong>{}</strong></div>",
         usd(t.cost),
         tokens(t.tokens()),
         t.requests,
-        t.cache_hit_ratio().map_or_else(|| "–".into(), |r| format!("{:.1}%", r * 100.0)),
+        t.cache_hit_ratio()
+            .map_or_else(|| "–".into(), |r| format!("{:.1}%", r * 100.0)),
     );
     s.push_str("</div><table class=\"totals\"><caption>Each billed call counted once, beside the naive sum of every file's own totals (what summing Pi's per-session figures gives: history a fork copied is counted again)</caption><thead><tr><th scope=\"col\"></th><th scope=\"col\">Each call once</th><th scope=\"col\">Naive per-file sum</th><th scope=\"col\">Counted twice</th></tr></thead><tbody>");
     for (key, label, once, naive, fmt) in rows {
@@ -240,7 +260,11 @@ fn model_series(models: &[String], other: bool) -> Vec<Series> {
         .enumerate()
         .map(|(i, m)| Series {
             name: m.clone(),
-            color: if other && i + 1 == models.len() { OTHER } else { i % OTHER },
+            color: if other && i + 1 == models.len() {
+                OTHER
+            } else {
+                i % OTHER
+            },
         })
         .collect()
 }
@@ -277,7 +301,11 @@ fn daily(s: &mut String, p: &Page) {
         ),
         None => "No billed calls with a time.".into(),
     };
-    let title = if t.weekly { "Weekly cost by model" } else { "Daily cost by model" };
+    let title = if t.weekly {
+        "Weekly cost by model"
+    } else {
+        "Daily cost by model"
+    };
     let chart = Chart {
         id: "chart-daily",
         title,
@@ -301,8 +329,19 @@ fn daily(s: &mut String, p: &Page) {
     svg::legend(&mut fig, &series);
     let mut caption = desc.clone();
     if t.undated.requests > 0 {
-        let _ = write!(caption, " {} calls without a time ({}) are not drawn.", t.undated.requests, usd(t.undated.cost));
+        let _ = write!(
+            caption,
+            " {} calls without a time ({}) are not drawn.",
+            t.undated.requests,
+            usd(t.undated.cost)
+        );
     }
+    let data = daily_table(t, step);
+    section(s, "daily", title, &fig, &caption, &data);
+}
+
+/// The cost of each step with calls, per model.
+fn daily_table(t: &super::TimeSeries, step: &str) -> String {
     let mut head = vec![step];
     head.extend(t.models.iter().map(String::as_str));
     head.push("Total");
@@ -321,8 +360,9 @@ fn daily(s: &mut String, p: &Page) {
         })
         .collect();
     let mut data = String::new();
-    table(&mut data, &format!("Cost in USD per {} and model", step.to_lowercase()), &head, &rows, &[]);
-    section(s, "daily", title, &fig, &caption, &data);
+    let caption = format!("Cost in USD per {} and model", step.to_lowercase());
+    table(&mut data, &caption, &head, &rows, &[]);
+    data
 }
 
 /// Rows of a keyed table, the rows past [`MAX_ROWS`] summed into one.
@@ -357,7 +397,14 @@ fn projects(s: &mut String, p: &Page) {
     let mut values: Vec<Vec<f64>> = shown.iter().map(|(_, f)| vec![f.cost]).collect();
     let mut tips: Vec<String> = shown
         .iter()
-        .map(|(k, f)| format!("{k}: {} in {} calls, {} tokens", usd(f.cost), f.requests, tokens(f.tokens())))
+        .map(|(k, f)| {
+            format!(
+                "{k}: {} in {} calls, {} tokens",
+                usd(f.cost),
+                f.requests,
+                tokens(f.tokens())
+            )
+        })
         .collect();
     if p.projects.len() > shown.len() {
         let n = p.projects.len() - shown.len();
@@ -386,11 +433,26 @@ fn projects(s: &mut String, p: &Page) {
         name: "cost".into(),
         color: 0,
     }];
-    svg::bars(&mut fig, &chart, &Bars { labels, tips, series, values });
+    svg::bars(
+        &mut fig,
+        &chart,
+        &Bars {
+            labels,
+            tips,
+            series,
+            values,
+        },
+    );
     let mut head = vec!["Project"];
     head.extend(FIGURE_HEAD);
     let mut data = String::new();
-    table(&mut data, "Usage by project", &head, &keyed_rows(&p.projects, "projects"), &[]);
+    table(
+        &mut data,
+        "Usage by project",
+        &head,
+        &keyed_rows(&p.projects, "projects"),
+        &[],
+    );
     section(s, "projects", "Cost by project", &fig, &desc, &data);
 }
 
@@ -440,7 +502,10 @@ fn kinds(s: &mut String, p: &Page) {
             })
             .collect(),
         series: series.clone(),
-        values: items.iter().map(|(_, f)| vec![f.input, f.output, f.cache_write, f.cache_read]).collect(),
+        values: items
+            .iter()
+            .map(|(_, f)| vec![f.input, f.output, f.cache_write, f.cache_read])
+            .collect(),
     };
     let desc = format!(
         "Tokens of each kind of billed record, split into input, output, cache write and cache read: assistant answers, and what most tools miss, usage entries, compaction and branch summaries and tool usage. {} kinds.",
@@ -461,7 +526,13 @@ fn kinds(s: &mut String, p: &Page) {
     head.extend(FIGURE_HEAD);
     let labelled: Vec<(String, Figures)> = items.iter().map(|(k, f)| (kind_label(k), *f)).collect();
     let mut data = String::new();
-    table(&mut data, "Usage by kind of record", &head, &keyed_rows(&labelled, "kinds"), &[]);
+    table(
+        &mut data,
+        "Usage by kind of record",
+        &head,
+        &keyed_rows(&labelled, "kinds"),
+        &[],
+    );
     section(s, "kinds", "Tokens by kind and source", &fig, &desc, &data);
 }
 
@@ -475,7 +546,8 @@ fn cache(s: &mut String, p: &Page) {
         .map(|(k, f)| {
             format!(
                 "{k}: {} of {} prompt tokens read from the cache",
-                f.cache_hit_ratio().map_or_else(|| "–".into(), |r| format!("{:.1}%", r * 100.0)),
+                f.cache_hit_ratio()
+                    .map_or_else(|| "–".into(), |r| format!("{:.1}%", r * 100.0)),
                 tokens(f.input + f.cache_read + f.cache_write)
             )
         })
@@ -483,7 +555,9 @@ fn cache(s: &mut String, p: &Page) {
     let desc = format!(
         "Share of prompt tokens (input, cache write and cache read) read from the cache, per {}; {} over the whole range. Days or weeks without calls have no point.",
         if t.weekly { "week" } else { "day" },
-        p.totals.cache_hit_ratio().map_or_else(|| "–".into(), |r| format!("{:.1}%", r * 100.0)),
+        p.totals
+            .cache_hit_ratio()
+            .map_or_else(|| "–".into(), |r| format!("{:.1}%", r * 100.0)),
     );
     let chart = Chart {
         id: "chart-cache",
@@ -514,13 +588,22 @@ fn cache(s: &mut String, p: &Page) {
                 text(k.clone()),
                 share(f.cache_hit_ratio()),
                 num(tokens(f.cache_read), f.cache_read),
-                num(tokens(f.input + f.cache_read + f.cache_write), f.input + f.cache_read + f.cache_write),
+                num(
+                    tokens(f.input + f.cache_read + f.cache_write),
+                    f.input + f.cache_read + f.cache_write,
+                ),
             ]
         })
         .collect();
     let mut data = String::new();
     let step = if t.weekly { "Week from" } else { "Day" };
-    table(&mut data, "Cache hits per step", &[step, "Cache hit", "Cache read", "Prompt tokens"], &rows, &[]);
+    table(
+        &mut data,
+        "Cache hits per step",
+        &[step, "Cache hit", "Cache read", "Prompt tokens"],
+        &rows,
+        &[],
+    );
     section(s, "cache", "Cache-hit ratio over time", &fig, &desc, &data);
 }
 
@@ -534,9 +617,18 @@ fn session_label(x: &SessionSpend) -> String {
 
 fn sessions(s: &mut String, p: &Page) {
     let series = vec![
-        Series { name: "own calls".into(), color: 0 },
-        Series { name: "its subagents".into(), color: 1 },
-        Series { name: "copied from the session it forked (not billed again)".into(), color: OTHER },
+        Series {
+            name: "own calls".into(),
+            color: 0,
+        },
+        Series {
+            name: "its subagents".into(),
+            color: 1,
+        },
+        Series {
+            name: "copied from the session it forked (not billed again)".into(),
+            color: OTHER,
+        },
     ];
     let tip = |x: &SessionSpend| {
         format!(
@@ -548,14 +640,20 @@ fn sessions(s: &mut String, p: &Page) {
             x.own.requests,
             usd(x.subagent_cost),
             usd(x.copied_cost),
-            x.spawned_by.as_deref().map_or_else(String::new, |b| format!("\nrun as a subagent by {b}")),
+            x.spawned_by
+                .as_deref()
+                .map_or_else(String::new, |b| format!("\nrun as a subagent by {b}")),
         )
     };
     let bars = Bars {
         labels: p.sessions.iter().map(session_label).collect(),
         tips: p.sessions.iter().map(tip).collect(),
         series: series.clone(),
-        values: p.sessions.iter().map(|x| vec![x.own.cost, x.subagent_cost, x.copied_cost]).collect(),
+        values: p
+            .sessions
+            .iter()
+            .map(|x| vec![x.own.cost, x.subagent_cost, x.copied_cost])
+            .collect(),
     };
     let desc = format!(
         "The {} costliest of {} sessions by their own spend and their subagents', in USD. Own calls are billed to the session; its subagents' spend is what the sessions it ran cost (they have their own rows too); fork copies are calls it holds that the session it was forked from made, not billed again.",
@@ -573,8 +671,13 @@ fn sessions(s: &mut String, p: &Page) {
     let mut fig = String::new();
     svg::bars(&mut fig, &chart, &bars);
     svg::legend(&mut fig, &series);
-    let rows: Vec<Vec<Cell>> = p
-        .sessions
+    let data = sessions_table(&p.sessions);
+    section(s, "sessions", "Costliest sessions", &fig, &desc, &data);
+}
+
+/// The sessions' table.
+fn sessions_table(sessions: &[SessionSpend]) -> String {
+    let rows: Vec<Vec<Cell>> = sessions
         .iter()
         .map(|x| {
             vec![
@@ -589,17 +692,92 @@ fn sessions(s: &mut String, p: &Page) {
             ]
         })
         .collect();
-    let head = ["Session", "Project", "File", "Own cost", "Subagents", "Fork copies", "Own tokens", "Own calls"];
+    let head = [
+        "Session",
+        "Project",
+        "File",
+        "Own cost",
+        "Subagents",
+        "Fork copies",
+        "Own tokens",
+        "Own calls",
+    ];
     let mut data = String::new();
     table(&mut data, "The costliest sessions", &head, &rows, &[]);
-    section(s, "sessions", "Costliest sessions", &fig, &desc, &data);
+    data
+}
+
+/// Every compaction (or day), then the sums per model.
+fn compaction_tables(c: &super::Compactions) -> String {
+    let mut data = String::new();
+    let rows: Vec<Vec<Cell>> = c
+        .marks
+        .iter()
+        .map(|m| {
+            let opt = |x: Option<f64>| x.map_or_else(|| text("unknown"), |v| num(tokens(v), v));
+            let ratio = m
+                .before
+                .zip(m.after)
+                .filter(|(b, _)| *b > 0.0)
+                .map(|(b, a)| (b - a) / b);
+            vec![
+                text(m.when.clone()),
+                text(m.model.clone()),
+                text(m.session.clone()),
+                count(m.count),
+                opt(m.before),
+                opt(m.after),
+                share(ratio),
+            ]
+        })
+        .collect();
+    let head = [
+        "When (UTC)",
+        "Model",
+        "Session",
+        "Compactions",
+        "Tokens before",
+        "Estimated after",
+        "Reduction",
+    ];
+    table(&mut data, "Every compaction", &head, &rows, &[]);
+    let rows: Vec<Vec<Cell>> = c
+        .by_model
+        .iter()
+        .map(|m| {
+            vec![
+                text(m.key.clone()),
+                count(m.count),
+                num(tokens(m.tokens_before), m.tokens_before),
+                num(tokens(m.tokens_after), m.tokens_after),
+                share(m.reduction_ratio()),
+                num(usd(m.cost), m.cost),
+            ]
+        })
+        .collect();
+    let head = [
+        "Model",
+        "Compactions",
+        "Tokens before",
+        "Estimated after",
+        "Reduction",
+        "Summary cost",
+    ];
+    table(&mut data, "Compactions by model", &head, &rows, &[]);
+    data
 }
 
 fn compactions(s: &mut String, p: &Page) {
     let c = &p.compactions;
     let series = vec![
-        Series { name: "tokens before".into(), color: 4 },
-        Series { name: "estimated tokens after".into(), color: 0 },
+        Series {
+            name: "tokens before".into(),
+            color: 4,
+        },
+        Series {
+            name: "estimated tokens after".into(),
+            color: 0,
+        },
     ];
     let what = if c.per_day { "day" } else { "compaction" };
     let tips = c
@@ -620,9 +798,17 @@ fn compactions(s: &mut String, p: &Page) {
         })
         .collect();
     let columns = Columns {
-        categories: c.marks.iter().map(|m| m.when.get(..10).unwrap_or(&m.when).to_string()).collect(),
+        categories: c
+            .marks
+            .iter()
+            .map(|m| m.when.get(..10).unwrap_or(&m.when).to_string())
+            .collect(),
         series: series.clone(),
-        values: c.marks.iter().map(|m| vec![m.before.unwrap_or(0.0), m.after.unwrap_or(0.0)]).collect(),
+        values: c
+            .marks
+            .iter()
+            .map(|m| vec![m.before.unwrap_or(0.0), m.after.unwrap_or(0.0)])
+            .collect(),
         tips,
         overlaid: true,
     };
@@ -632,46 +818,25 @@ fn compactions(s: &mut String, p: &Page) {
         c.totals.measured,
         tokens(c.totals.tokens_before),
         tokens(c.totals.tokens_after),
-        c.totals.reduction_ratio().map_or_else(|| "–".into(), |r| format!("{:.1}%", r * 100.0)),
+        c.totals
+            .reduction_ratio()
+            .map_or_else(|| "–".into(), |r| format!("{:.1}%", r * 100.0)),
     );
     let chart = Chart {
         id: "chart-compactions",
         title: "What each compaction did to the context",
         desc: &desc,
-        x_label: if c.per_day { "Day (compactions summed)" } else { "Compaction, in time order (day, UTC)" },
+        x_label: if c.per_day {
+            "Day (compactions summed)"
+        } else {
+            "Compaction, in time order (day, UTC)"
+        },
         y_label: "Context (tokens)",
         unit: Unit::Tokens,
     };
     let mut fig = String::new();
     svg::columns(&mut fig, &chart, &columns);
     svg::legend(&mut fig, &series);
-    let mut data = String::new();
-    let rows: Vec<Vec<Cell>> = c
-        .marks
-        .iter()
-        .map(|m| {
-            let opt = |x: Option<f64>| x.map_or_else(|| text("unknown"), |v| num(tokens(v), v));
-            let ratio = m.before.zip(m.after).filter(|(b, _)| *b > 0.0).map(|(b, a)| (b - a) / b);
-            vec![text(m.when.clone()), text(m.model.clone()), text(m.session.clone()), count(m.count), opt(m.before), opt(m.after), share(ratio)]
-        })
-        .collect();
-    let head = ["When (UTC)", "Model", "Session", "Compactions", "Tokens before", "Estimated after", "Reduction"];
-    table(&mut data, "Every compaction", &head, &rows, &[]);
-    let rows: Vec<Vec<Cell>> = c
-        .by_model
-        .iter()
-        .map(|m| {
-            vec![
-                text(m.key.clone()),
-                count(m.count),
-                num(tokens(m.tokens_before), m.tokens_before),
-                num(tokens(m.tokens_after), m.tokens_after),
-                share(m.reduction_ratio()),
-                num(usd(m.cost), m.cost),
-            ]
-        })
-        .collect();
-    let head = ["Model", "Compactions", "Tokens before", "Estimated after", "Reduction", "Summary cost"];
-    table(&mut data, "Compactions by model", &head, &rows, &[]);
+    let data = compaction_tables(c);
     section(s, "compactions", "Compactions", &fig, &desc, &data);
 }

@@ -43,7 +43,13 @@ impl Unit {
         match self {
             Unit::Share => format!("{:.0}%", v * 100.0),
             Unit::Usd if v < 1000.0 => {
-                let digits = if v != 0.0 && v < 0.1 { 3 } else if v < 10.0 && v.fract() != 0.0 { 2 } else { 0 };
+                let digits = if v != 0.0 && v < 0.1 {
+                    3
+                } else if v < 10.0 && v.fract() != 0.0 {
+                    2
+                } else {
+                    0
+                };
                 format!("${v:.digits$}")
             }
             Unit::Usd => format!("${}", si(v)),
@@ -286,7 +292,15 @@ pub fn bars(out: &mut String, c: &Chart<'_>, d: &Bars) {
 }
 
 /// One bar: its label, its segments, its total, under one tooltip.
-fn bar_row(out: &mut String, c: &Chart<'_>, d: &Bars, i: usize, row: &[f64], at: (f64, f64), x_of: &dyn Fn(f64) -> f64) {
+fn bar_row(
+    out: &mut String,
+    c: &Chart<'_>,
+    d: &Bars,
+    i: usize,
+    row: &[f64],
+    at: (f64, f64),
+    x_of: &dyn Fn(f64) -> f64,
+) {
     let (left, y) = at;
     let label = d.labels.get(i).map_or("", String::as_str);
     let short: String = match label.chars().count() > 38 {
@@ -362,7 +376,11 @@ pub fn line(out: &mut String, c: &Chart<'_>, d: &Line) {
     if !path.is_empty() {
         let _ = write!(out, r#"<path class="line s0" d="{}"/>"#, path.trim_start());
     }
-    let r = if d.values.iter().flatten().count() > 120 { 2.0 } else { 3.5 };
+    let r = if d.values.iter().flatten().count() > 120 {
+        2.0
+    } else {
+        3.5
+    };
     for (i, v) in d.values.iter().enumerate() {
         if let Some(v) = v {
             let (x, y) = point(i, *v);
@@ -426,7 +444,10 @@ mod tests {
         };
         let d = Columns {
             categories: vec!["a".into(), "b".into()],
-            series: vec![Series { name: "m".into(), color: 0 }],
+            series: vec![Series {
+                name: "m".into(),
+                color: 0,
+            }],
             values: vec![vec![f64::INFINITY], vec![f64::NAN]],
             tips: vec!["<a>".into(), "b".into()],
             overlaid: false,
