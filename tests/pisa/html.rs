@@ -131,10 +131,12 @@ fn assert_totals(shown: &Value, monthly: &Value) {
     }
 }
 
-/// The totals a page holds (`data-total` cells), read from its text without a browser.
-fn page_totals(html: &str) -> Value {
+/// The totals a page holds (`data-total` cells, or with `naive` the naive per-file sums,
+/// `data-naive`), read from its text without a browser.
+fn page_totals(html: &str, naive: bool) -> Value {
     let mut out = serde_json::Map::new();
-    for part in html.split("data-total=\"").skip(1) {
+    let attr = if naive { "data-naive=\"" } else { "data-total=\"" };
+    for part in html.split(attr).skip(1) {
         let key = &part[..part.find('"').expect("key")];
         let v = part.split("data-v=\"").nth(1).expect("data-v");
         let v: f64 = v[..v.find('"').expect("value")].parse().expect("number");
@@ -155,6 +157,12 @@ fn the_sample_page_renders_in_a_browser_with_the_monthly_totals() {
     assert_totals(&seen["totals"], &monthly_totals(&["--demo"]));
     let text = seen["text"].as_str().expect("text");
     assert!(text.contains("Naive per-file sum") && text.contains("/Users/mira/code/pisa"));
+    // The naive per-file sum beside them is the one `pisa sessions --json` gives.
+    let naive = page_totals(&std::fs::read_to_string(&page).expect("page"), true);
+    let (_, out, _) = pisa(&["sessions", "--json", "--demo"]);
+    let sessions: Value = serde_json::from_str(&out).expect("sessions --json");
+    assert_eq!(naive["totalTokens"].as_f64(), sessions["totals"]["naiveTotal"].as_f64());
+    assert_eq!(naive["cost"].as_f64(), sessions["totals"]["naiveCost"].as_f64());
     // The README's figure: `PISA_UPDATE_DOCS=1 cargo test --test pisa html` renews it.
     if std::env::var_os("PISA_UPDATE_DOCS").is_some() {
         std::fs::copy(dir.join("sample-top.png"), repo().join("docs").join("report-html.png")).expect("copy");
@@ -174,7 +182,7 @@ fn filters_apply_to_the_totals_as_they_do_to_monthly() {
         args.extend(filters);
         report(&page, &args);
         let html = std::fs::read_to_string(&page).expect("page");
-        assert_totals(&page_totals(&html), &monthly_totals(&args));
+        assert_totals(&page_totals(&html, false), &monthly_totals(&args));
     }
 }
 

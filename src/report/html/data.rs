@@ -21,7 +21,7 @@ const TOP_SESSIONS: usize = 20;
 /// Rows a table lists at most (the rest are summed in one row).
 pub const MAX_ROWS: usize = 500;
 /// Compactions drawn one by one; above this they are summed per day.
-const MAX_MARKS: usize = 1500;
+const MAX_MARKS: usize = 500;
 /// A time axis longer than this many days is drawn by week.
 const MAX_DAYS: i64 = 400;
 
@@ -133,10 +133,7 @@ pub fn gather(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Pag
             skipped: corpus.rejected.iter().filter(|r| !r.record.not_session()).count() + corpus.issues.len(),
         },
         totals: monthly.totals,
-        naive: Figures {
-            compactions: monthly.totals.compactions + extras.copied_compactions(corpus, o),
-            ..extras.naive
-        },
+        naive: naive(corpus, o, &extras, monthly.totals.compactions),
         time: time_series(corpus, frames, o)?,
         projects: pairs(report(Group::Project, false)?),
         kinds: pairs(report(Group::Kind, false)?),
@@ -144,6 +141,22 @@ pub fn gather(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Pag
         session_count,
         compactions: compaction_marks(corpus, o),
     })
+}
+
+/// The naive per-file sum. Unfiltered, Pi's per-file totals summed as the corpus has them
+/// (`pisa sessions --json`'s `naiveTotal`, to the last bit); filtered, every record of a
+/// session file that passes the filters (the same sum, added in another order).
+fn naive(corpus: &Corpus, o: &Options, x: &Extras, compactions: u64) -> Figures {
+    let mut f = Figures {
+        compactions: compactions + x.copied_compactions(corpus, o),
+        ..x.naive
+    };
+    if o.since.is_none() && o.until.is_none() && o.project.is_none() && o.model.is_none() {
+        let t = &corpus.naive_totals;
+        (f.input, f.output, f.cache_read, f.cache_write, f.cost) =
+            (t.input, t.output, t.cache_read, t.cache_write, t.cost);
+    }
+    f
 }
 
 fn pairs(r: rollup::Report) -> Vec<(String, Figures)> {

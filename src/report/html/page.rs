@@ -243,8 +243,9 @@ fn totals(s: &mut String, p: &Page) {
     for (key, label, once, naive, fmt) in rows {
         let _ = write!(
             s,
-            "<tr><th scope=\"row\">{label}</th><td class=\"n\" data-total=\"{key}\" data-v=\"{v}\">{a}</td><td class=\"n\" data-naive=\"{key}\">{b}</td><td class=\"n\">{c}</td></tr>",
+            "<tr><th scope=\"row\">{label}</th><td class=\"n\" data-total=\"{key}\" data-v=\"{v}\">{a}</td><td class=\"n\" data-naive=\"{key}\" data-v=\"{nv}\">{b}</td><td class=\"n\">{c}</td></tr>",
             v = number_to_string(once),
+            nv = number_to_string(naive),
             a = fmt(once),
             b = fmt(naive),
             c = fmt(naive - once),
