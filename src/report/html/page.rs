@@ -51,7 +51,7 @@ fn head(s: &mut String, p: &Page, generated: &str, nonce: &str) {
     let o = &p.options;
     let _ = write!(
         s,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; img-src data:\"><meta name=\"color-scheme\" content=\"light dark\"><title>Pi spend report</title><style nonce=\"{nonce}\">{STYLE}</style></head><body><main><header><h1>Pi spend report</h1><p class=\"meta\">"
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'\"><meta name=\"color-scheme\" content=\"light dark\"><title>Pi spend report</title><style nonce=\"{nonce}\">{STYLE}</style></head><body><main><header><h1>Pi spend report</h1><p class=\"meta\">"
     );
     let range = match (o.since, o.until) {
         (None, None) => "all days".to_string(),
