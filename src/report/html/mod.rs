@@ -1,6 +1,6 @@
 //! `pisa report --html`: one self-contained HTML file with figures of a corpus's spend.
 //!
-//! [`gather`] sums what the page shows ([`data`]); [`write`] renders it: inline SVG charts drawn
+//! [`gather`] sums what the page shows (module `data`); [`write`] renders it: inline SVG charts drawn
 //! here ([`svg`]), sortable tables, a few lines of script and style, all inside the file. A
 //! Content-Security-Policy forbids fetching anything and running any script but the page's own
 //! (a nonce), and every text that comes from a session file goes through [`esc`], so a hostile
