@@ -13,15 +13,15 @@ use crate::report::compactions;
 use crate::report::rollup::{self, Figures, Group, Options};
 
 /// Models drawn on their own in the daily chart; the rest are summed as "other models".
-const TOP_MODELS: usize = 7;
+pub const TOP_MODELS: usize = 7;
 /// Projects drawn in the chart (the table lists every project up to [`MAX_ROWS`]).
 pub const TOP_PROJECTS: usize = 15;
 /// Sessions shown, costliest first.
-const TOP_SESSIONS: usize = 20;
+pub const TOP_SESSIONS: usize = 20;
 /// Rows a table lists at most (the rest are summed in one row).
 pub const MAX_ROWS: usize = 500;
 /// Compactions drawn one by one; above this they are summed per day.
-const MAX_MARKS: usize = 500;
+pub const MAX_MARKS: usize = 500;
 /// A time axis longer than this many days is drawn by week.
 const MAX_DAYS: i64 = 400;
 

@@ -841,3 +841,102 @@ fn compactions(s: &mut String, p: &Page) {
     let data = compaction_tables(c);
     section(s, "compactions", "Compactions", &fig, &desc, &data);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::data::{CompactionMark, Compactions, MAX_MARKS, Scope, TOP_MODELS, TOP_SESSIONS, TimeSeries};
+    use super::*;
+    use crate::report::rollup::{Group, Options};
+
+    fn busy() -> Figures {
+        Figures {
+            input: 123_456_789.0,
+            output: 12_345_678.0,
+            cache_read: 987_654_321.0,
+            cache_write: 23_456_789.0,
+            cost: 1_234.567_891_234,
+            requests: 123_456,
+            compactions: 12,
+            summary_cost: 12.345_678,
+            tool_cost: 1.234_567,
+        }
+    }
+
+    /// The largest page the limits allow: a year of days, every model slot, the most rows a
+    /// table lists, the most compactions drawn one by one, long names everywhere.
+    fn largest_page() -> Page {
+        let day = |i: usize| {
+            jiff::civil::date(2026, 1, 1)
+                .checked_add(jiff::Span::new().days(i as i64))
+                .unwrap()
+        };
+        let name =
+            |what: &str, i: usize| format!("/Users/someone/work/{what}-with-a-long-name-{i:04}/and/a/deeper/folder");
+        let days: Vec<String> = (0..366).map(|i| day(i).to_string()).collect();
+        let models: Vec<String> = (0..=TOP_MODELS)
+            .map(|i| format!("openrouter/anthropic/claude-opus-4-{i}-long"))
+            .collect();
+        let keyed = |what: &str, n: usize| (0..n).map(|i| (name(what, i), busy())).collect::<Vec<_>>();
+        Page {
+            options: Options {
+                group: Group::Daily,
+                tz: jiff::tz::TimeZone::UTC,
+                tz_name: "UTC".into(),
+                since: None,
+                until: None,
+                project: None,
+                model: None,
+                breakdown: false,
+                order: None,
+            },
+            scope: Scope::default(),
+            totals: busy(),
+            naive: busy(),
+            time: TimeSeries {
+                weekly: false,
+                cost: vec![vec![123.456_789_012; models.len()]; days.len()],
+                figures: vec![busy(); days.len()],
+                keys: days.clone(),
+                models,
+                undated: Figures::default(),
+            },
+            projects: keyed("project", MAX_ROWS + 10),
+            kinds: keyed("usage:kind", 40),
+            sessions: (0..TOP_SESSIONS)
+                .map(|i| SessionSpend {
+                    file: format!(
+                        "{}/2026-01-01T00-00-00-000Z_019d40d3-682a-7e2d-a1c8-efdd5e1e862d.jsonl",
+                        name("s", i)
+                    ),
+                    name: Some(name("session", i)),
+                    project: name("project", i),
+                    own: busy(),
+                    subagent_cost: 12.3,
+                    copied_cost: 4.56,
+                    spawned_by: Some(name("parent", i)),
+                })
+                .collect(),
+            session_count: 10_000,
+            compactions: Compactions {
+                marks: (0..MAX_MARKS)
+                    .map(|i| CompactionMark {
+                        when: format!("{} 12:34", days[i % days.len()]),
+                        session: format!("{}/2026-01-01T00-00-00-000Z_019d40d3.jsonl", name("s", i)),
+                        model: "anthropic/claude-sonnet-4-5-20250929".into(),
+                        count: 1,
+                        before: Some(187_654.0),
+                        after: Some(23_456.0),
+                    })
+                    .collect(),
+                ..Compactions::default()
+            },
+        }
+    }
+
+    #[test]
+    fn the_largest_page_the_limits_allow_stays_under_two_megabytes() {
+        let mut out = Vec::new();
+        write(&mut out, &largest_page(), "2026-12-31 23:59 UTC").unwrap();
+        assert!(out.len() < 2_000_000, "{} bytes", out.len());
+    }
+}
