@@ -56,6 +56,8 @@ pub enum Command {
     Kind(ReportArgs),
     /// The effect of every compaction, and per session and per model.
     Compactions(ReportArgs),
+    /// One self-contained HTML page of figures and tables: `pisa report --html out.html`.
+    Report(HtmlArgs),
     /// Write the usage, sessions, compactions and files frames (Parquet by default).
     Export(ExportArgs),
     /// Run SQL over the frames: tables usage, sessions, compactions, files.
@@ -198,6 +200,43 @@ pub struct ReportArgs {
 pub enum Compat {
     /// ccusage's `daily|weekly|monthly|session --json`.
     Ccusage,
+}
+
+/// Arguments of `pisa report`.
+#[derive(Debug, clap::Args)]
+pub struct HtmlArgs {
+    #[command(flatten)]
+    pub input: Input,
+    #[command(flatten)]
+    pub filters: Filters,
+    /// Write the page here: one HTML file that opens anywhere without a network.
+    #[arg(long, value_name = "FILE")]
+    pub html: PathBuf,
+}
+
+/// Which usage a report counts: the filters of [`ReportArgs`], for reports that take no other
+/// flag of theirs. The cost mode and billing split of every report belong here too.
+#[derive(Debug, clap::Args)]
+pub struct Filters {
+    /// First day to include, in --timezone (YYYY-MM-DD or YYYYMMDD).
+    #[arg(long, value_parser = parse_day)]
+    pub since: Option<jiff::civil::Date>,
+    /// Last day to include, in --timezone (YYYY-MM-DD or YYYYMMDD).
+    #[arg(long, value_parser = parse_day)]
+    pub until: Option<jiff::civil::Date>,
+    #[command(flatten)]
+    pub zone: Zone,
+    /// Only projects whose path contains this text (case-insensitive).
+    #[arg(long)]
+    pub project: Option<String>,
+    /// Only models whose `provider/model` contains this text (case-insensitive).
+    #[arg(long)]
+    pub model: Option<String>,
+    #[command(flatten)]
+    pub costing: Costing,
+    /// Count the calls of `api`-billed providers, of `subscription` ones, or `all` (default).
+    #[arg(long, value_enum, default_value = "all")]
+    pub billing: pisa::pricing::BillingFilter,
 }
 
 /// The time zone of days and times shown.

@@ -17,8 +17,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{CommandFactory, Parser};
 use cli::{
-    BenchArgs, Cli, Command, Compat, Costing, ExportArgs, Input, InspectArgs, PricingArgs, QueryArgs, ReportArgs,
-    SessionsArgs, Zone,
+    BenchArgs, Cli, Command, Compat, Costing, ExportArgs, HtmlArgs, Input, InspectArgs, PricingArgs, QueryArgs,
+    ReportArgs, SessionsArgs, Zone,
 };
 use pisa::config::Config;
 use pisa::corpus::cache::Cache;
@@ -112,6 +112,7 @@ fn run(cli: Cli) -> ExitCode {
         Command::Project(a) => rollup(&ctx, a, Group::Project),
         Command::Kind(a) => rollup(&ctx, a, Group::Kind),
         Command::Compactions(a) => compactions(&ctx, a),
+        Command::Report(a) => html_report(&ctx, a),
         Command::Export(a) => export(&ctx, a),
         Command::Query(a) => query(&ctx, a),
         Command::Pricing(a) => pricing(&ctx, a),
@@ -432,6 +433,68 @@ fn source_name(ctx: &Ctx, given: Option<String>) -> String {
     given
         .or_else(|| ctx.config.source.clone())
         .unwrap_or_else(|| gethostname::gethostname().to_string_lossy().into_owned())
+}
+
+/// `pisa report --html FILE`: the page, written to a temporary file beside FILE and renamed,
+/// so that a reader never sees half a page; its size and the time taken on stderr.
+fn html_report(ctx: &Ctx, a: HtmlArgs) -> Result<ExitCode> {
+    let started = std::time::Instant::now();
+    let f = &a.filters;
+    let (tz, tz_name) = zone(ctx, &f.zone)?;
+    if let (Some(s), Some(u)) = (f.since, f.until)
+        && s > u
+    {
+        bail!("--since {s} is after --until {u}");
+    }
+    let o = rollup::Options {
+        group: Group::Daily,
+        tz,
+        tz_name,
+        since: f.since,
+        until: f.until,
+        project: f.project.clone(),
+        model: f.model.clone(),
+        breakdown: false,
+        order: None,
+        cost: ctx.cost_mode(&f.costing),
+        billing: f.billing,
+        price_table: ctx.pricing(None)?.registry.label,
+    };
+    let (s, frames) = frames(ctx, &a.input, None, false, o.cost)?;
+    let page = report::html::gather(&s.corpus, &frames, &o)?;
+    let summed = started.elapsed();
+    let generated = jiff::Zoned::now()
+        .with_time_zone(o.tz.clone())
+        .strftime("%Y-%m-%d %H:%M %Z")
+        .to_string();
+    let dir = match a.html.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp =
+        tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot write into {}", dir.display()))?;
+    {
+        let mut out = BufWriter::new(tmp.as_file_mut());
+        report::html::write(&mut out, &page, &generated)?;
+        out.flush()?;
+    }
+    let bytes = tmp.as_file().metadata()?.len();
+    // A page to share: readable by others like any file the user writes (a temporary file is 0600).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    tmp.persist(&a.html)
+        .with_context(|| format!("cannot write {}", a.html.display()))?;
+    say(&format!(
+        "wrote {} ({:.1} kB) in {:.2} s (scan and sums {:.2} s)",
+        a.html.display(),
+        bytes as f64 / 1e3,
+        started.elapsed().as_secs_f64(),
+        summed.as_secs_f64()
+    ));
+    Ok(exit_code(&s))
 }
 
 /// Scan `input` and build the frames of what it holds, costs under `mode`.

@@ -4,6 +4,7 @@ pub mod blocks;
 pub mod calls;
 pub mod compactions;
 pub mod compat;
+pub mod html;
 pub mod inspect;
 pub mod json;
 pub mod pricing;

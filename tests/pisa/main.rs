@@ -7,6 +7,7 @@ mod analytics;
 mod cache;
 mod cli;
 mod hostile;
+mod html;
 mod live;
 mod notebooks;
 mod oracle;

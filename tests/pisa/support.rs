@@ -34,6 +34,11 @@ impl TestEnv {
         self.dir.join("node").join("node_modules")
     }
 
+    /// Headless Chromium: `PISA_CHROMIUM`, else the one `scripts/test-env` unpacked.
+    pub fn chromium(&self) -> PathBuf {
+        std::env::var_os("PISA_CHROMIUM").map_or_else(|| self.dir.join("chromium").join("chromium"), PathBuf::from)
+    }
+
     /// Node with the environment in which the oracle finds Pi's package.
     pub fn node(&self) -> Command {
         let mut node = Command::new("node");
@@ -67,6 +72,16 @@ pub fn test_env() -> &'static TestEnv {
             }
         }
     })
+}
+
+/// A folder under `target/test-artifacts` for what a test keeps to be looked at (screenshots).
+pub fn artifacts(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("..")
+        .join("test-artifacts")
+        .join(name);
+    std::fs::create_dir_all(&dir).expect("create the artifacts folder");
+    dir
 }
 
 /// Run pisa with arguments; returns (exit code, stdout, stderr).
