@@ -157,20 +157,8 @@ pub struct Input {
 pub struct ReportArgs {
     #[command(flatten)]
     pub input: Input,
-    /// First day to include, in --timezone (YYYY-MM-DD or YYYYMMDD).
-    #[arg(long, value_parser = parse_day)]
-    pub since: Option<jiff::civil::Date>,
-    /// Last day to include, in --timezone (YYYY-MM-DD or YYYYMMDD).
-    #[arg(long, value_parser = parse_day)]
-    pub until: Option<jiff::civil::Date>,
     #[command(flatten)]
-    pub zone: Zone,
-    /// Only projects whose path contains this text (case-insensitive).
-    #[arg(long)]
-    pub project: Option<String>,
-    /// Only models whose `provider/model` contains this text (case-insensitive).
-    #[arg(long)]
-    pub model: Option<String>,
+    pub filters: Filters,
     /// Split each row by model.
     #[arg(long, short)]
     pub breakdown: bool,
@@ -183,12 +171,6 @@ pub struct ReportArgs {
     /// Print CSV.
     #[arg(long)]
     pub csv: bool,
-    #[command(flatten)]
-    pub costing: Costing,
-    /// Count the calls of `api`-billed providers, of `subscription` ones (their API-equivalent
-    /// value), or `all` (default; tables split the subscription part in a column).
-    #[arg(long, value_enum, default_value = "all")]
-    pub billing: pisa::pricing::BillingFilter,
     /// Print JSON with the field names of another tool: `ccusage` (daily, weekly, monthly and
     /// session reports).
     #[arg(long, value_enum, value_name = "TOOL", conflicts_with = "csv")]
@@ -214,8 +196,7 @@ pub struct HtmlArgs {
     pub html: PathBuf,
 }
 
-/// Which usage a report counts: the filters of [`ReportArgs`], for reports that take no other
-/// flag of theirs. The cost mode and billing split of every report belong here too.
+/// Which usage a report counts, and at which cost: shared by the reports and the HTML page.
 #[derive(Debug, clap::Args)]
 pub struct Filters {
     /// First day to include, in --timezone (YYYY-MM-DD or YYYYMMDD).
@@ -234,7 +215,8 @@ pub struct Filters {
     pub model: Option<String>,
     #[command(flatten)]
     pub costing: Costing,
-    /// Count the calls of `api`-billed providers, of `subscription` ones, or `all` (default).
+    /// Count the calls of `api`-billed providers, of `subscription` ones (their API-equivalent
+    /// value), or `all` (default; tables split the subscription part in a column).
     #[arg(long, value_enum, default_value = "all")]
     pub billing: pisa::pricing::BillingFilter,
 }

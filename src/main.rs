@@ -17,8 +17,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{CommandFactory, Parser};
 use cli::{
-    BenchArgs, Cli, Command, Compat, Costing, ExportArgs, HtmlArgs, Input, InspectArgs, PricingArgs, QueryArgs,
-    ReportArgs, SessionsArgs, Zone,
+    BenchArgs, Cli, Command, Compat, Costing, ExportArgs, Filters, HtmlArgs, Input, InspectArgs, PricingArgs,
+    QueryArgs, ReportArgs, SessionsArgs, Zone,
 };
 use pisa::config::Config;
 use pisa::corpus::cache::Cache;
@@ -364,8 +364,17 @@ fn sessions(ctx: &Ctx, args: SessionsArgs) -> Result<ExitCode> {
 }
 
 fn report_options(ctx: &Ctx, a: &ReportArgs, group: Group) -> Result<rollup::Options> {
-    let (tz, tz_name) = zone(ctx, &a.zone)?;
-    if let (Some(s), Some(u)) = (a.since, a.until)
+    let mut o = options(ctx, &a.filters, group)?;
+    // A model report is already one row per model; ccusage's JSON always has the models.
+    o.breakdown = (a.breakdown || a.json_compat.is_some()) && group != Group::Model;
+    o.order = a.order.map(Into::into);
+    Ok(o)
+}
+
+/// The options of a report grouped by `group` under the filters `f` (no breakdown, default order).
+fn options(ctx: &Ctx, f: &Filters, group: Group) -> Result<rollup::Options> {
+    let (tz, tz_name) = zone(ctx, &f.zone)?;
+    if let (Some(s), Some(u)) = (f.since, f.until)
         && s > u
     {
         bail!("--since {s} is after --until {u}");
@@ -374,15 +383,14 @@ fn report_options(ctx: &Ctx, a: &ReportArgs, group: Group) -> Result<rollup::Opt
         group,
         tz,
         tz_name,
-        since: a.since,
-        until: a.until,
-        project: a.project.clone(),
-        model: a.model.clone(),
-        // A model report is already one row per model; ccusage's JSON always has the models.
-        breakdown: (a.breakdown || a.json_compat.is_some()) && group != Group::Model,
-        order: a.order.map(Into::into),
-        cost: ctx.cost_mode(&a.costing),
-        billing: a.billing,
+        since: f.since,
+        until: f.until,
+        project: f.project.clone(),
+        model: f.model.clone(),
+        breakdown: false,
+        order: None,
+        cost: ctx.cost_mode(&f.costing),
+        billing: f.billing,
         price_table: ctx.pricing(None)?.registry.label,
     })
 }
@@ -439,27 +447,7 @@ fn source_name(ctx: &Ctx, given: Option<String>) -> String {
 /// so that a reader never sees half a page; its size and the time taken on stderr.
 fn html_report(ctx: &Ctx, a: HtmlArgs) -> Result<ExitCode> {
     let started = std::time::Instant::now();
-    let f = &a.filters;
-    let (tz, tz_name) = zone(ctx, &f.zone)?;
-    if let (Some(s), Some(u)) = (f.since, f.until)
-        && s > u
-    {
-        bail!("--since {s} is after --until {u}");
-    }
-    let o = rollup::Options {
-        group: Group::Daily,
-        tz,
-        tz_name,
-        since: f.since,
-        until: f.until,
-        project: f.project.clone(),
-        model: f.model.clone(),
-        breakdown: false,
-        order: None,
-        cost: ctx.cost_mode(&f.costing),
-        billing: f.billing,
-        price_table: ctx.pricing(None)?.registry.label,
-    };
+    let o = options(ctx, &a.filters, Group::Daily)?;
     let (s, frames) = frames(ctx, &a.input, None, false, o.cost)?;
     let page = report::html::gather(&s.corpus, &frames, &o)?;
     let summed = started.elapsed();
