@@ -64,13 +64,19 @@ struct Ctx {
     config: Config,
     /// `--pricing-from`.
     pricing_from: Option<PathBuf>,
+    /// The prices, read once per run (a registry folder is a megabyte of JSON).
+    pricing: std::sync::OnceLock<Pricing>,
 }
 
 impl Ctx {
     /// The prices: the registry (embedded, or `--pricing-from`'s, or the config's
     /// `pricing_from`), the config's overrides and billing plans.
-    fn pricing(&self, from: Option<&Path>) -> Result<Pricing> {
-        Ok(self.config.pricing(from.or(self.pricing_from.as_deref()))?)
+    fn pricing(&self) -> Result<&Pricing> {
+        if let Some(p) = self.pricing.get() {
+            return Ok(p);
+        }
+        let p = self.config.pricing(self.pricing_from.as_deref())?;
+        Ok(self.pricing.get_or_init(|| p))
     }
 
     /// `--cost`, else the config's `cost`, else `recorded`.
@@ -94,6 +100,7 @@ fn run(cli: Cli) -> ExitCode {
         },
         config,
         pricing_from: cli.pricing_from.clone(),
+        pricing: std::sync::OnceLock::new(),
     };
     if let Some(n) = cli.threads {
         // Only fails when a pool exists already, which cannot happen this early.
@@ -348,8 +355,8 @@ fn sessions(ctx: &Ctx, args: SessionsArgs) -> Result<ExitCode> {
         }
         _ => {
             let (s, frames) = frames(ctx, &args.input, None, args.json, mode)?;
-            let table = ctx.pricing(None)?.registry.label;
-            (s, Some(pisa::frame::Repricing::of(&frames.usage, mode, &table)?))
+            let table = &ctx.pricing()?.registry.label;
+            (s, Some(pisa::frame::Repricing::of(&frames.usage, mode, table)?))
         }
     };
     to_stdout(|out| {
@@ -391,7 +398,7 @@ fn options(ctx: &Ctx, f: &Filters, group: Group) -> Result<rollup::Options> {
         order: None,
         cost: ctx.cost_mode(&f.costing),
         billing: f.billing,
-        price_table: ctx.pricing(None)?.registry.label,
+        price_table: ctx.pricing()?.registry.label.clone(),
     })
 }
 
@@ -493,9 +500,9 @@ fn frames(
     quiet_output: bool,
     mode: CostMode,
 ) -> Result<(Scanned<()>, Frames)> {
-    let pricing = ctx.pricing(None)?;
+    let pricing = ctx.pricing()?;
     let s = scan(ctx, input, &UsageRows, quiet_output)?;
-    let frames = Frames::build(&s.corpus, s.parts, &source_name(ctx, source), &pricing, mode)?;
+    let frames = Frames::build(&s.corpus, s.parts, &source_name(ctx, source), pricing, mode)?;
     let s = Scanned {
         roots: s.roots,
         corpus: s.corpus,
@@ -661,7 +668,15 @@ fn man(out: Option<&Path>) -> Result<ExitCode> {
 
 /// `pisa pricing`: the prices pisa charges, from the registry and the config.
 fn pricing(ctx: &Ctx, a: PricingArgs) -> Result<ExitCode> {
-    let p = ctx.pricing(a.from.as_deref())?;
+    // `--from` is this command's own registry, not the run's.
+    let own;
+    let p = match a.from.as_deref() {
+        Some(dir) => {
+            own = ctx.config.pricing(Some(dir))?;
+            &own
+        }
+        None => ctx.pricing()?,
+    };
     let wanted = |provider: &str, model: &str| match &a.model {
         Some(m) => format!("{provider}/{model}").to_lowercase().contains(&m.to_lowercase()),
         None => true,
@@ -671,7 +686,7 @@ fn pricing(ctx: &Ctx, a: PricingArgs) -> Result<ExitCode> {
         std::io::stdout().lock().write_all(text.as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
-    let rows = report::pricing::rows(&p, wanted);
+    let rows = report::pricing::rows(p, wanted);
     if rows.is_empty() {
         bail!(
             "no price for a model matching `{}` in {} or the config",
@@ -680,7 +695,7 @@ fn pricing(ctx: &Ctx, a: PricingArgs) -> Result<ExitCode> {
         );
     }
     to_stdout(|out| {
-        report::pricing::table(out, &p, &rows, terminal())?;
+        report::pricing::table(out, p, &rows, terminal())?;
         Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

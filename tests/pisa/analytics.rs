@@ -8,18 +8,13 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use serde_json::Value;
 
-use crate::support::{export, generated, oracle, pisa, repo, scan_exit_code};
+use crate::support::{export, frames, generated, oracle, pisa, repo, scan_exit_code};
 
 fn sample() -> PathBuf {
     repo().join("datasets").join("sample")
 }
 
 /// A folder scanned through the library with the usage frame's rows.
-fn scan_rows(dir: &Path) -> (pisa::Corpus, Vec<pisa::frame::UsageColumns>) {
-    let roots = [dir.to_path_buf()];
-    pisa::corpus::scan(&roots, &pisa::frame::UsageRows, &pisa::corpus::Quiet, None).expect("the scan runs")
-}
-
 fn read_parquet(path: &Path) -> DataFrame {
     let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     ParquetReader::new(file).finish().expect("readable Parquet")
@@ -308,15 +303,11 @@ fn breakdown_rows_add_up_to_their_row() {
 fn exports_read_back_with_the_documented_types() {
     let d = sample();
     let out = export(&d, &["--source", "test-machine"]);
-    let (corpus, parts) = scan_rows(&d);
-    let frames = pisa::frame::Frames::build(
-        &corpus,
-        parts,
-        "test-machine",
+    let (corpus, frames) = frames(
+        &d,
         &pisa::pricing::Pricing::default(),
         pisa::pricing::CostMode::Recorded,
-    )
-    .unwrap();
+    );
     let schemas = [
         ("usage", pisa::frame::USAGE),
         ("sessions", pisa::frame::SESSIONS),
@@ -404,15 +395,11 @@ fn monthly_partitions_form_one_table_and_replace_the_previous_export() {
         "stale partition kept: {months:?}"
     );
     assert!(months.len() >= 2);
-    let (corpus, parts) = scan_rows(&d);
-    let frames = pisa::frame::Frames::build(
-        &corpus,
-        parts,
-        "test-machine",
+    let (_, frames) = frames(
+        &d,
         &pisa::pricing::Pricing::default(),
         pisa::pricing::CostMode::Recorded,
-    )
-    .unwrap();
+    );
     assert_eq!(rows, frames.usage.height());
 }
 

@@ -7,16 +7,11 @@ use std::path::Path;
 use polars::prelude::*;
 use serde_json::Value;
 
-use crate::support::{generated, pi_files, pisa, repo, test_env};
+use crate::support::{frames, generated, pi_files, pisa, repo, test_env};
 
 /// The priced usage frame of a folder, costs under `mode`.
 fn usage(dir: &Path, pricing: &pisa::pricing::Pricing, mode: pisa::pricing::CostMode) -> DataFrame {
-    let roots = [dir.to_path_buf()];
-    let (corpus, parts) =
-        pisa::corpus::scan(&roots, &pisa::frame::UsageRows, &pisa::corpus::Quiet, None).expect("scan");
-    pisa::frame::Frames::build(&corpus, parts, "test", pricing, mode)
-        .expect("frames")
-        .usage
+    frames(dir, pricing, mode).1.usage
 }
 
 fn f64s(df: &DataFrame, name: &str) -> Vec<Option<f64>> {

@@ -300,6 +300,19 @@ pub fn assert_agreement(dir: &Path, min_files: usize) {
     );
 }
 
+/// A folder scanned in the library (no cache), and its frames with costs under `mode`.
+pub fn frames(
+    dir: &Path,
+    pricing: &pisa::pricing::Pricing,
+    mode: pisa::pricing::CostMode,
+) -> (pisa::Corpus, pisa::frame::Frames) {
+    let roots = [dir.to_path_buf()];
+    let (corpus, parts) =
+        pisa::corpus::scan(&roots, &pisa::frame::UsageRows, &pisa::corpus::Quiet, None).expect("the scan runs");
+    let frames = pisa::frame::Frames::build(&corpus, parts, "test-machine", pricing, mode).expect("frames");
+    (corpus, frames)
+}
+
 /// A directory written by `datasets/generate.py` at small scale.
 pub fn generated(seed: &str, sessions: usize) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
