@@ -524,13 +524,8 @@ fn compactions(a: &SessionAnalysis) -> Compactions {
 
 fn effects(a: &SessionAnalysis) -> Vec<Effect> {
     let t = &a.tree;
-    a.effects
-        .iter()
-        .map(|eff| {
-            let e = &t.entries[eff.entry as usize];
-            let Body::Compaction(c) = &e.body else {
-                unreachable!("effects are compactions")
-            };
+    a.compactions()
+        .map(|(eff, e, c)| {
             let mut u = PiTotals::default();
             if let Some(usage) = &c.usage {
                 let _ = u.add(usage);

@@ -83,6 +83,25 @@ impl SessionAnalysis {
         self.stats.malformed_lines > 0 || self.cyclic_path
     }
 
+    /// Each compaction's effect with its entry and the compaction it holds, in file order.
+    pub fn compactions(
+        &self,
+    ) -> impl Iterator<
+        Item = (
+            &CompactionEffect,
+            &crate::parse::entry::Entry,
+            &crate::parse::entry::Compaction,
+        ),
+    > {
+        self.effects.iter().map(|eff| {
+            let e = &self.tree.entries[eff.entry as usize];
+            let Body::Compaction(c) = &e.body else {
+                unreachable!("effects are compactions")
+            };
+            (eff, e, &**c)
+        })
+    }
+
     /// The models that answered, most expensive first (`provider/model`, virtual models
     /// resolved).
     pub fn models(&self) -> Vec<String> {

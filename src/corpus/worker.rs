@@ -288,17 +288,11 @@ pub(super) fn record(f: &FoundFile, status: FileStatus, reason: String) -> Rejec
 
 /// One [`CompactionRow`] per compaction entry of a session.
 fn compaction_rows(a: &SessionAnalysis) -> Vec<CompactionRow> {
-    use crate::parse::entry::Body;
     use crate::usage::Source;
     let t = &a.tree;
     let records = &a.accounting.records;
-    a.effects
-        .iter()
-        .map(|eff| {
-            let e = &t.entries[eff.entry as usize];
-            let Body::Compaction(c) = &e.body else {
-                unreachable!("effects are compactions")
-            };
+    a.compactions()
+        .map(|(eff, e, c)| {
             let own = records
                 .iter()
                 .find(|r| r.source == Source::Compaction && r.entry == eff.entry);
