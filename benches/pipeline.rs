@@ -85,9 +85,8 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(bytes)).sample_size(10);
         g.bench_function(format!("sessions-{mb}MB"), |b| {
             b.iter(|| {
-                pisa::corpus::analyze_files(&found.files, &pisa::corpus::NoRows, &pisa::corpus::Quiet, None)
+                pisa::corpus::analyze_files(&found.files, &pisa::corpus::Quiet, None)
                     .expect("the spill reads back")
-                    .0
                     .sessions
                     .len()
             })

@@ -8,7 +8,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use pisa::corpus::cache::Cache;
-use pisa::corpus::{NoRows, Quiet, analyze_files};
+use pisa::corpus::{Quiet, analyze_files};
 use pisa::parse::Scratch;
 use pisa::scan::{self, FoundFile};
 
@@ -146,7 +146,7 @@ pub fn run(roots: &[PathBuf], runs: usize) -> Bench {
     stages.push(stage("split", "read in pieces of whole lines, count lines", t));
     let (t, _) = timed(runs, || parse_all(&files));
     stages.push(stage("parse", "lines to typed entries (simd-json)", t));
-    let (t, _) = timed(runs, || analyze_files(&files, &NoRows, &Quiet, None));
+    let (t, _) = timed(runs, || analyze_files(&files, &Quiet, None));
     stages.push(stage(
         "pipeline",
         "parse, tree, projection, estimate, usage, fork dedup",
@@ -154,11 +154,11 @@ pub fn run(roots: &[PathBuf], runs: usize) -> Bench {
     ));
     if let Ok(dir) = tempfile::tempdir() {
         let fill = Cache::open(dir.path());
-        let _ = analyze_files(&files, &NoRows, &Quiet, Some(&fill));
+        let _ = analyze_files(&files, &Quiet, Some(&fill));
         let _ = fill.save(roots);
         let (t, _) = timed(runs, || {
             let cache = Cache::open(dir.path());
-            let corpus = analyze_files(&files, &NoRows, &Quiet, Some(&cache));
+            let corpus = analyze_files(&files, &Quiet, Some(&cache));
             let _ = cache.save(roots);
             corpus
         });

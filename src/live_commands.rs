@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use pisa::report::blocks;
-use pisa::report::calls::{self, CallRows};
+use pisa::report::calls;
 use pisa::report::status;
 
 use super::cli::{BlocksArgs, Now, StatusArgs, WatchArgs};
@@ -63,8 +63,8 @@ pub fn status(ctx: &Ctx, a: StatusArgs) -> Result<ExitCode> {
 
 pub fn blocks(ctx: &Ctx, a: BlocksArgs) -> Result<ExitCode> {
     let (tz, tz_name) = zone(ctx, &a.zone)?;
-    let s = scan(ctx, &a.input, &CallRows, a.json)?;
-    let counted = calls::counted(&s.corpus, &s.parts);
+    let s = scan(ctx, &a.input, a.json)?;
+    let counted = calls::counted(&s.corpus)?;
     let now = now_ms(&a.now);
     let mut windows = blocks::windows(&counted, now);
     if a.active {

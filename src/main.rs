@@ -22,8 +22,8 @@ use cli::{
 };
 use pisa::config::Config;
 use pisa::corpus::cache::Cache;
-use pisa::corpus::{self, Corpus, NoRows, Rows};
-use pisa::frame::{Frames, UsageRows};
+use pisa::corpus::{self, Corpus};
+use pisa::frame::Frames;
 use pisa::pricing::{CostMode, Pricing};
 use pisa::report;
 use pisa::report::rollup::{self, Group};
@@ -211,17 +211,16 @@ impl corpus::Progress for Bar {
     }
 }
 
-/// A scan of what `input` names: the corpus, the rows' parts, and whether it is the sample.
-struct Scanned<P> {
+/// A scan of what `input` names: the corpus, and whether it is the sample.
+struct Scanned {
     roots: Roots,
     corpus: Corpus,
-    parts: Vec<P>,
 }
 
 /// Find, read and analyse what `input` names, through the cache unless it is off or the
 /// roots are the sample; list what was skipped unless `--quiet`. The progress bar is left
 /// out when the output is data (`quiet_output`).
-fn scan<R: Rows>(ctx: &Ctx, input: &Input, rows: &R, quiet_output: bool) -> Result<Scanned<R::Part>> {
+fn scan(ctx: &Ctx, input: &Input, quiet_output: bool) -> Result<Scanned> {
     let roots = Roots::of(&input.paths, input.demo)?;
     let bar = Bar {
         show: !input.no_progress && !quiet_output,
@@ -232,7 +231,7 @@ fn scan<R: Rows>(ctx: &Ctx, input: &Input, rows: &R, quiet_output: bool) -> Resu
         .as_deref()
         .filter(|_| roots.demo.is_none())
         .map(Cache::open);
-    let scanned = corpus::scan(&roots.paths, rows, &bar, cache.as_ref());
+    let scanned = corpus::scan(&roots.paths, &bar, cache.as_ref());
     if let Some(b) = bar.bar.get() {
         b.finish_and_clear();
     }
@@ -244,11 +243,11 @@ fn scan<R: Rows>(ctx: &Ctx, input: &Input, rows: &R, quiet_output: bool) -> Resu
             say(&e.to_string());
         }
     }
-    let (corpus, parts) = scanned?;
+    let corpus = scanned?;
     if !input.quiet {
         list_skipped(&corpus, input.verbose, roots.demo.as_ref().map(tempfile::TempDir::path))?;
     }
-    Ok(Scanned { roots, corpus, parts })
+    Ok(Scanned { roots, corpus })
 }
 
 /// Damaged, rejected and unreadable files on stderr, one line each, and with `verbose` the
@@ -291,7 +290,7 @@ fn list_skipped(corpus: &Corpus, verbose: bool, demo: Option<&Path>) -> std::io:
 
 /// 1 when nothing could be scanned, 2 when something that may hold usage was skipped, else 0
 /// (always 0 for the sample).
-fn exit_code<P>(s: &Scanned<P>) -> ExitCode {
+fn exit_code(s: &Scanned) -> ExitCode {
     let corpus = &s.corpus;
     if s.roots.demo.is_some() {
         ExitCode::SUCCESS
@@ -342,22 +341,11 @@ fn terminal() -> bool {
 fn sessions(ctx: &Ctx, args: SessionsArgs) -> Result<ExitCode> {
     let (tz, tz_name) = zone(ctx, &args.zone)?;
     let mode = ctx.cost_mode(&args.costing);
-    // Pi's own figures need no rows; another cost mode prices every call.
-    let (s, repricing) = match mode {
-        CostMode::Recorded => {
-            let s = scan(ctx, &args.input, &NoRows, args.json)?;
-            let s = Scanned {
-                roots: s.roots,
-                corpus: s.corpus,
-                parts: Vec::new(),
-            };
-            (s, None)
-        }
-        _ => {
-            let (s, frames) = frames(ctx, &args.input, None, args.json, mode)?;
-            let table = &ctx.pricing()?.registry.label;
-            (s, Some(pisa::frame::Repricing::of(&frames.usage, mode, table)?))
-        }
+    let s = scan(ctx, &args.input, args.json)?;
+    // Pi's own figures are the files'; another cost mode prices every call.
+    let repricing = match mode {
+        CostMode::Recorded => None,
+        _ => Some(pisa::frame::Repricing::of(&s.corpus, ctx.pricing()?, mode)?),
     };
     to_stdout(|out| {
         let p = repricing.as_ref();
@@ -408,8 +396,8 @@ fn rollup(ctx: &Ctx, a: ReportArgs, group: Group) -> Result<ExitCode> {
         bail!("--json-compat ccusage is for the daily, weekly, monthly and session reports");
     }
     let data = a.json || a.csv || a.json_compat.is_some();
-    let (s, frames) = frames(ctx, &a.input, None, data, o.cost)?;
-    let r = rollup::build(&s.corpus, &frames, &o)?;
+    let s = scan(ctx, &a.input, data)?;
+    let r = rollup::build(&s.corpus, ctx.pricing()?, &o)?;
     to_stdout(|out| {
         if let Some(Compat::Ccusage) = a.json_compat {
             pretty_json(out, &report::compat::ccusage(&r))?;
@@ -427,7 +415,7 @@ fn rollup(ctx: &Ctx, a: ReportArgs, group: Group) -> Result<ExitCode> {
 
 fn compactions(ctx: &Ctx, a: ReportArgs) -> Result<ExitCode> {
     let o = report_options(ctx, &a, Group::Session)?;
-    let s = scan(ctx, &a.input, &UsageRows, a.json || a.csv)?;
+    let s = scan(ctx, &a.input, a.json || a.csv)?;
     let r = report::compactions::build(&s.corpus, &o);
     to_stdout(|out| {
         if a.json {
@@ -455,8 +443,8 @@ fn source_name(ctx: &Ctx, given: Option<String>) -> String {
 fn html_report(ctx: &Ctx, a: HtmlArgs) -> Result<ExitCode> {
     let started = std::time::Instant::now();
     let o = options(ctx, &a.filters, Group::Daily)?;
-    let (s, frames) = frames(ctx, &a.input, None, false, o.cost)?;
-    let page = report::html::gather(&s.corpus, &frames, &o)?;
+    let s = scan(ctx, &a.input, false)?;
+    let page = report::html::gather(&s.corpus, ctx.pricing()?, &o)?;
     let summed = started.elapsed();
     let generated = jiff::Zoned::now()
         .with_time_zone(o.tz.clone())
@@ -499,21 +487,23 @@ fn frames(
     source: Option<String>,
     quiet_output: bool,
     mode: CostMode,
-) -> Result<(Scanned<()>, Frames)> {
+) -> Result<(Scanned, Frames)> {
     let pricing = ctx.pricing()?;
-    let s = scan(ctx, input, &UsageRows, quiet_output)?;
-    let frames = Frames::build(&s.corpus, s.parts, &source_name(ctx, source), pricing, mode)?;
-    let s = Scanned {
-        roots: s.roots,
-        corpus: s.corpus,
-        parts: Vec::new(),
-    };
+    let s = scan(ctx, input, quiet_output)?;
+    let frames = Frames::build(&s.corpus, &source_name(ctx, source), pricing, mode)?;
     Ok((s, frames))
 }
 
 fn export(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
-    let (s, frames) = frames(ctx, &a.input, a.source, false, ctx.cost_mode(&a.costing))?;
-    let written = pisa::export::export(&frames, &a.out, a.format.into(), a.partition.into())?;
+    let s = scan(ctx, &a.input, false)?;
+    let what = pisa::export::Exported {
+        corpus: &s.corpus,
+        source: &source_name(ctx, a.source),
+        pricing: ctx.pricing()?,
+        mode: ctx.cost_mode(&a.costing),
+        batch_rows: pisa::export::BATCH_ROWS,
+    };
+    let written = pisa::export::export(&what, &a.out, a.format.into(), a.partition.into())?;
     for (path, rows) in &written.files {
         eprintln!("pisa: wrote {} ({rows} rows)", path.display());
     }
@@ -622,7 +612,7 @@ fn subagents_of(file: &Path) -> Result<Vec<report::inspect::ChildSpend>> {
     if !stem.is_dir() {
         return Ok(Vec::new());
     }
-    let (corpus, _) = corpus::scan(&[file.to_path_buf(), stem], &NoRows, &corpus::Quiet, None)?;
+    let corpus = corpus::scan(&[file.to_path_buf(), stem], &corpus::Quiet, None)?;
     let mut children = report::inspect::ChildSpend::of(&corpus);
     let own = pisa::paths::path_text(file);
     let me = corpus

@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use crate::parse::Prefix;
 
 /// Bump on any change to a cached type or to what pisa computes from a file.
-pub const FORMAT: u32 = 10;
+pub const FORMAT: u32 = 11;
 const MAGIC: &[u8; 8] = b"pisa\x00cch";
 /// Bytes hashed at each end of a file.
 const PROBE: u64 = 4096;
@@ -183,8 +183,8 @@ pub struct Bulk {
     /// The spill's id (its file is `spills/<id as 16 hex digits>.bin`).
     pub spill: u64,
     pub offset: u64,
-    /// Bytes of each part (the corpus's: document, identities, totals).
-    pub parts: [u64; 3],
+    /// Bytes of each part (the corpus's: facts, identities, totals, records).
+    pub parts: [u64; crate::corpus::spill::PARTS],
     /// Hash of all its bytes.
     pub hash: u64,
 }
@@ -435,7 +435,12 @@ impl Cache {
 
     /// Where a session's bulk, just written to this run's spill at `span`, will be found by
     /// the next run; `None` when this run's spill is not in the cache folder.
-    pub fn bulk(&self, span: crate::corpus::spill::Span, parts: [u64; 3], hash: u64) -> Option<Bulk> {
+    pub fn bulk(
+        &self,
+        span: crate::corpus::spill::Span,
+        parts: [u64; crate::corpus::spill::PARTS],
+        hash: u64,
+    ) -> Option<Bulk> {
         let (offset, len) = span.in_file()?;
         if self.run_file.get().is_none() || len != parts.iter().sum::<u64>() {
             return None;

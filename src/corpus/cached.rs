@@ -1,8 +1,7 @@
 //! One file through the cache: its summary (and its bulk where an earlier run's spill holds
-//! it) when the file did not change and no rows are wanted, its cached entries and a parse of
-//! what was appended when it grew, else a parse. The result is the same as without a cache.
+//! it) when the file did not change, its cached entries and a parse of what was appended when
+//! it grew, else a parse. The result is the same as without a cache.
 
-use super::Rows;
 use super::cache::{self, Blob, Cache, Change, Meta, Record};
 use super::spill::Spill;
 use super::worker::{Settled, Work, Written, read_open, unreadable};
@@ -10,13 +9,7 @@ use crate::parse::Scratch;
 use crate::scan::{self, FoundFile};
 
 /// Analyse `f` through `cache`.
-pub(super) fn analyze<R: Rows>(
-    work: &Work<'_, R>,
-    f: &FoundFile,
-    scratch: &mut Scratch,
-    part: &mut R::Part,
-    cache: &Cache,
-) -> Settled {
+pub(super) fn analyze(work: &Work<'_>, f: &FoundFile, scratch: &mut Scratch, cache: &Cache) -> Settled {
     let key = cache::key(&f.path);
     let record = cache.get(&key);
     let mut file = match scan::source::open(&f.path) {
@@ -26,7 +19,6 @@ pub(super) fn analyze<R: Rows>(
     // The open file's, not the path's: the path may name another file by now.
     let meta = file.metadata().map(|m| Meta::of(&m));
     if let (Some(r), Ok(meta)) = (record, &meta)
-        && !R::WANTED
         && r.rel == f.rel
         && r.stamp.same_meta(*meta)
         && r.stamp.same_ends(&file).unwrap_or(false)
@@ -51,7 +43,7 @@ pub(super) fn analyze<R: Rows>(
         (Some(offset), Some(old)) if offset == resume.offset => Blob::Keep(old),
         _ => Blob::New(cache::encode_part(&resume.prefix_of(&parsed.entries))),
     };
-    let (settled, written) = work.outcome(f, parsed, part).settle(work.spill);
+    let (settled, written) = work.outcome(f, parsed).settle(work.spill);
     let Ok(meta) = meta else { return settled };
     let read = Read {
         key,
@@ -106,7 +98,7 @@ fn remember(
     };
     let old_bulk_holds = old.is_some_and(|r| r.bulk.is_none() || matches!(cache.kept_bulk(r), Some((_, false))));
     if read.change == Some(Change::Same) && same_entries && old_bulk_holds {
-        // The same bytes, nothing new parsed (rows were wanted): the old record still holds.
+        // The same bytes, nothing new parsed: the old record still holds.
         cache.keep(read.key);
         return settled;
     }

@@ -2,15 +2,15 @@
 //! cross-session figures (fork deduplication, parents found in the corpus, totals).
 //!
 //! - `worker`: one file on one core, into plain data: a session's [`SessionFacts`], its
-//!   billed calls and a [`SessionSummary`], or a [`FileRecord`]; rows for frames go into the
-//!   worker's own part of a [`Rows`] sink.
+//!   billed calls and a [`SessionSummary`], or a [`FileRecord`].
 //! - `cached`: the same through the [`cache`], which keeps what was learnt of each file.
 //! - [`spill`]: where a session's facts and calls wait for the cross-session step, so memory
 //!   does not grow with the corpus.
 //! - `dedup`: each billed call counted once across sessions (forks copy their parent's).
 //!
-//! Each worker keeps its own [`Scratch`] and rows part; a file's bytes are read, analysed and
-//! dropped before the next file. Nothing here renders: reports read the corpus afterwards.
+//! Each worker keeps its own [`Scratch`]; a file's bytes are read, analysed and dropped before
+//! the next file. Its billed calls wait in the spill, read back one file at a time by whatever
+//! needs them ([`Corpus::each_file`]), so no frame holds them all unless one is asked for. Nothing here renders: reports read the corpus afterwards.
 
 pub mod cache;
 mod cached;
@@ -34,50 +34,13 @@ use crate::usage::{Totals, UsageRecord};
 use cache::Cache;
 use spill::{Span, Spill};
 
-/// Where a worker keeps what the corpus step needs of each session besides its facts: for
-/// the frames, its usage rows. Each worker has a part of its own; a session's rows are a
-/// range of one part ([`RowSpan`]).
-pub trait Rows: Sync {
-    /// One worker's rows.
-    type Part: Default + Send;
-    /// Whether rows are kept at all (else files unchanged since the cache's record are not
-    /// read again).
-    const WANTED: bool;
-    /// Add the rows of one file's billed calls to `part`; the range they took. Each row must
-    /// be added whole or not at all (a panic in a worker loses its file, not the part's
-    /// alignment).
-    fn add(&self, part: &mut Self::Part, file: &SessionRef<'_>, calls: &[UsageRecord]) -> std::ops::Range<u32>;
-}
-
-/// What a [`Rows`] sink knows of the file (a session, or a subagent transcript) whose rows it
-/// adds.
+/// The file (a session, or a subagent transcript) that billed calls come from.
 #[derive(Debug, Clone, Copy)]
 pub struct SessionRef<'a> {
     /// Relative to the scanned folder.
     pub rel: &'a str,
     pub session_id: Option<&'a str>,
     pub project: &'a str,
-}
-
-/// No rows: the sessions and their totals only.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoRows;
-
-impl Rows for NoRows {
-    type Part = ();
-    const WANTED: bool = false;
-    fn add(&self, _: &mut (), _: &SessionRef<'_>, _: &[UsageRecord]) -> std::ops::Range<u32> {
-        0..0
-    }
-}
-
-/// Where a session's rows are: a range of one worker's part.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RowSpan {
-    /// The part (as returned by [`scan()`]).
-    pub part: u32,
-    pub start: u32,
-    pub len: u32,
 }
 
 /// Told how a scan goes (a progress bar).
@@ -95,7 +58,7 @@ pub struct Quiet;
 impl Progress for Quiet {}
 
 /// One compaction entry's effect, with what the frames need to place it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct CompactionRow {
     pub entry_index: u32,
     pub entry_id: Option<String>,
@@ -156,11 +119,11 @@ pub struct Calls {
     pub identities: Span,
     /// The totals of each call.
     pub totals: Span,
+    /// The calls themselves ([`Corpus::records`]).
+    pub records: Span,
     pub count: u64,
     /// The calls another record holds: their indices (ascending) and why.
     pub inherited: Vec<(u32, Inherited)>,
-    /// Their rows in the [`Rows`] sink's parts.
-    pub rows: RowSpan,
     /// The sum over the calls the file owns.
     pub own: Totals,
 }
@@ -185,7 +148,7 @@ pub struct ChildCall {
 }
 
 /// What stays in memory of one accepted session after its worker is done. The cache keeps
-/// it as its worker left it (the spans, rows and compactions excepted).
+/// it as its worker left it (the spans excepted).
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct SessionSummary {
     pub rel: String,
@@ -220,8 +183,7 @@ pub struct SessionSummary {
     pub parent_session: Option<String>,
     /// The scanned file that `parentSession` names (set by the corpus step).
     pub parent_in_corpus: Option<String>,
-    /// One row per compaction entry, in file order (only when [`Rows::WANTED`]).
-    #[serde(skip)]
+    /// One row per compaction entry, in file order.
     pub compactions: Vec<CompactionRow>,
     /// Header timestamp (Unix ms), for choosing the owner of copied history.
     pub started_ms: Option<f64>,
@@ -328,6 +290,83 @@ impl Corpus {
     }
 }
 
+/// The billed calls of one file, as [`Corpus::each_file`] hands them out.
+#[derive(Debug)]
+pub struct FileCalls<'a> {
+    pub file: SessionRef<'a>,
+    /// The session that spawned it as a subagent.
+    pub spawned_by: Option<&'a str>,
+    /// What the corpus step decided of them.
+    pub calls: &'a Calls,
+    /// The calls, in file order.
+    pub records: Vec<UsageRecord>,
+}
+
+/// Files whose calls [`Corpus::each_file`] reads back at once (in parallel).
+const WINDOW: usize = 64;
+
+impl Corpus {
+    /// The billed calls of a file, read back from the spill.
+    pub fn records(&self, calls: &Calls) -> std::io::Result<Vec<UsageRecord>> {
+        if calls.records.is_empty() {
+            return Ok(Vec::new());
+        }
+        spill::records(&self.spill.get(calls.records)?)
+    }
+
+    /// Visit every file's billed calls in the usage frame's order: the sessions by path, then
+    /// the transcripts by path, each file's calls in file order. A window of files is read
+    /// back in parallel, then visited one after the other, so sums come out the same on
+    /// every run and memory holds a window, not the corpus.
+    pub fn each_file<E: From<std::io::Error>>(
+        &self,
+        mut visit: impl FnMut(FileCalls<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        struct File<'a> {
+            rel: &'a str,
+            session_id: Option<&'a str>,
+            project: std::borrow::Cow<'a, str>,
+            spawned_by: Option<&'a str>,
+            calls: &'a Calls,
+        }
+        let sessions = self.sessions.iter().map(|s| File {
+            rel: &s.rel,
+            session_id: s.session_id.as_deref(),
+            project: std::borrow::Cow::Borrowed(&s.row.project),
+            spawned_by: s.spawned_by.as_deref(),
+            calls: &s.calls,
+        });
+        let transcripts = self.rejected.iter().filter_map(|r| {
+            let t = r.transcript.as_ref()?;
+            Some(File {
+                rel: r.rel(),
+                session_id: None,
+                project: std::borrow::Cow::Owned(crate::analyze::project_of_path(r.rel())),
+                spawned_by: t.spawned_by.as_deref(),
+                calls: &t.calls,
+            })
+        });
+        let files: Vec<File<'_>> = sessions.chain(transcripts).collect();
+        for window in files.chunks(WINDOW) {
+            let records: Vec<std::io::Result<Vec<UsageRecord>>> =
+                window.par_iter().map(|f| self.records(f.calls)).collect();
+            for (f, records) in window.iter().zip(records) {
+                visit(FileCalls {
+                    file: SessionRef {
+                        rel: f.rel,
+                        session_id: f.session_id,
+                        project: &f.project,
+                    },
+                    spawned_by: f.spawned_by,
+                    calls: f.calls,
+                    records: records?,
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl SessionSummary {
     /// Calls another record holds (after the corpus step).
     pub fn inherited_calls(&self) -> u64 {
@@ -336,54 +375,32 @@ impl SessionSummary {
 }
 
 /// Find the session files under `roots` and analyse them, through `cache` when given (the
-/// result is the same without it). Returns the corpus and the parts of `rows`, which its
-/// sessions' [`RowSpan`]s point into.
-pub fn scan<R: Rows>(
-    roots: &[PathBuf],
-    rows: &R,
-    progress: &dyn Progress,
-    cache: Option<&Cache>,
-) -> Result<(Corpus, Vec<R::Part>), crate::Error> {
+/// result is the same without it).
+pub fn scan(roots: &[PathBuf], progress: &dyn Progress, cache: Option<&Cache>) -> Result<Corpus, crate::Error> {
     let found = scan::discover(roots);
     progress.started(found.files.len(), found.files.iter().map(|f| f.size).sum());
-    let (mut corpus, parts) = analyze_files(&found.files, rows, progress, cache)?;
+    let mut corpus = analyze_files(&found.files, progress, cache)?;
     corpus.issues.extend(found.issues);
-    Ok((corpus, parts))
-}
-
-/// A core's buffers and rows, kept from file to file.
-#[derive(Default)]
-struct Slot<P> {
-    scratch: Scratch,
-    part: P,
+    Ok(corpus)
 }
 
 /// Analyse the given files (largest first is best) in parallel.
-pub fn analyze_files<R: Rows>(
+pub fn analyze_files(
     files: &[FoundFile],
-    rows: &R,
     progress: &dyn Progress,
     cache: Option<&Cache>,
-) -> Result<(Corpus, Vec<R::Part>), crate::Error> {
+) -> Result<Corpus, crate::Error> {
     let bytes = AtomicU64::new(0);
     let spill = Arc::new(cache.map_or_else(Spill::new, Cache::spill));
-    let slots: Vec<Mutex<Slot<R::Part>>> = (0..rayon::current_num_threads()).map(|_| Mutex::default()).collect();
-    // Parts of the slots made for a file whose core's own slot was in use.
-    let extra: Mutex<Vec<R::Part>> = Mutex::default();
-    let work = worker::Work {
-        rows,
-        cache,
-        spill: &spill,
-    };
+    let slots: Vec<Mutex<Scratch>> = (0..rayon::current_num_threads()).map(|_| Mutex::default()).collect();
+    let work = worker::Work { cache, spill: &spill };
     let outcomes: Vec<worker::Settled> = files
         .par_iter()
         // One file per task: an idle core can take any file not yet begun. With runs of files
         // that one core works through alone, the other waited up to a fifth of a scan at its end.
         .with_max_len(1)
         .map(|f| {
-            let out = with_slot(&slots, &extra, |slot, id| {
-                analyze_one(&work, f, &mut slot.scratch, &mut slot.part, id)
-            });
+            let out = with_scratch(&slots, |scratch| analyze_one(&work, f, scratch));
             bytes.fetch_add(f.size, Ordering::Relaxed);
             progress.done(f.size);
             out
@@ -401,41 +418,20 @@ pub fn analyze_files<R: Rows>(
         }
     }
     corpus.finish().map_err(|cause| crate::Error::Spill { cause })?;
-    let mut parts: Vec<R::Part> = slots
-        .into_iter()
-        .map(|m| m.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).part)
-        .collect();
-    parts.extend(extra.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner));
-    Ok((corpus, parts))
+    Ok(corpus)
 }
 
-/// Analyse one file; its rows go to `part`, numbered `part_id`. A panic (a bug in pisa)
-/// costs only this file, which is reported.
-fn analyze_one<R: Rows>(
-    work: &worker::Work<'_, R>,
-    f: &FoundFile,
-    scratch: &mut Scratch,
-    part: &mut R::Part,
-    part_id: u32,
-) -> worker::Settled {
+/// Analyse one file. A panic (a bug in pisa) costs only this file, which is reported.
+fn analyze_one(work: &worker::Work<'_>, f: &FoundFile, scratch: &mut Scratch) -> worker::Settled {
     let run = || match work.cache {
-        Some(c) => cached::analyze(work, f, scratch, part, c),
+        Some(c) => cached::analyze(work, f, scratch, c),
         None => match worker::read(f, None, scratch) {
-            Ok((parsed, _, _)) => work.outcome(f, parsed, part).settle(work.spill).0,
+            Ok((parsed, _, _)) => work.outcome(f, parsed).settle(work.spill).0,
             Err(e) => worker::unreadable(f, e).settle(work.spill).0,
         },
     };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
-        Ok(worker::Settled::Session(mut s)) => {
-            s.calls.rows.part = part_id;
-            worker::Settled::Session(s)
-        }
-        Ok(worker::Settled::Rejected(mut r)) => {
-            if let Some(t) = &mut r.transcript {
-                t.calls.rows.part = part_id;
-            }
-            worker::Settled::Rejected(r)
-        }
+        Ok(settled) => settled,
         Err(payload) => {
             // The scratch buffers may hold anything now: start them afresh.
             *scratch = Scratch::default();
@@ -446,25 +442,12 @@ fn analyze_one<R: Rows>(
     }
 }
 
-/// Run `f` with this core's slot, or, when it is in use (this core took up a file while
-/// waiting for help with another, see `FileParser::lines_parallel`), with a fresh one whose
-/// rows part is kept apart. `f` gets the slot and its part's number.
-fn with_slot<P: Default + Send, T>(
-    slots: &[Mutex<Slot<P>>],
-    extra: &Mutex<Vec<P>>,
-    f: impl FnOnce(&mut Slot<P>, u32) -> T,
-) -> T {
-    let own = rayon::current_thread_index().and_then(|i| Some((i, slots.get(i)?.try_lock().ok()?)));
-    if let Some((i, mut slot)) = own {
-        return f(&mut slot, i as u32);
+/// Run `f` with this core's buffers, or, when they are in use (this core took up a file while
+/// waiting for help with another, see `FileParser::lines_parallel`), with fresh ones.
+fn with_scratch<T>(slots: &[Mutex<Scratch>], f: impl FnOnce(&mut Scratch) -> T) -> T {
+    let own = rayon::current_thread_index().and_then(|i| slots.get(i)?.try_lock().ok());
+    match own {
+        Some(mut scratch) => f(&mut scratch),
+        None => f(&mut Scratch::default()),
     }
-    let id = {
-        let mut extra = extra.lock().expect("rows lock");
-        extra.push(P::default());
-        slots.len() + extra.len() - 1
-    };
-    let mut slot = Slot::default();
-    let out = f(&mut slot, id as u32);
-    extra.lock().expect("rows lock")[id - slots.len()] = slot.part;
-    out
 }

@@ -18,7 +18,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::usage::Totals;
+use crate::usage::{Totals, UsageRecord};
 
 /// Where a [`Span`]'s bytes are.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -169,6 +169,21 @@ impl Spill {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// The parts of a file's bulk, one after the other: a session's facts, then its billed calls'
+/// identities, totals and records.
+pub const PARTS: usize = 4;
+
+/// Billed calls as postcard (what reports and frames read back, one file at a time).
+pub fn encode_records(records: &[UsageRecord], out: &mut Vec<u8>) {
+    out.clear();
+    *out = postcard::to_extend(records, std::mem::take(out)).expect("records encode");
+}
+
+/// The records of [`encode_records`].
+pub fn records(bytes: &[u8]) -> io::Result<Vec<UsageRecord>> {
+    postcard::from_bytes(bytes).map_err(io::Error::other)
 }
 
 /// Bytes of one identity in a spilled list.

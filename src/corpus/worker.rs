@@ -4,9 +4,7 @@ use serde_json::Value;
 
 use super::cache::Cache;
 use super::spill::{self, Span, Spill};
-use super::{
-    Calls, ChildCall, CompactionRow, RejectedFile, Row, RowSpan, Rows, SessionRef, SessionSummary, Transcript,
-};
+use super::{Calls, ChildCall, CompactionRow, RejectedFile, Row, SessionSummary, Transcript};
 use crate::analyze::{FileAnalysis, FileRecord, FileStatus, SessionAnalysis, SessionFacts, analyze_parsed};
 use crate::js;
 use crate::parse::entry::{Body, Entry, TranscriptRecord};
@@ -15,8 +13,7 @@ use crate::scan::{self, FoundFile};
 use crate::usage::{Totals, UsageRecord};
 
 /// What every file of a scan is analysed with.
-pub(super) struct Work<'a, R> {
-    pub rows: &'a R,
+pub(super) struct Work<'a> {
     pub cache: Option<&'a Cache>,
     pub spill: &'a Spill,
 }
@@ -25,8 +22,22 @@ pub(super) struct Work<'a, R> {
 pub(super) enum Outcome {
     Session(Box<Finished>),
     /// A file that is not a session pisa could read; with the billed calls of a subagent
-    /// transcript (their identities and totals, as for a session).
-    Rejected(Box<RejectedFile>, Option<(Vec<u8>, Vec<u8>)>),
+    /// transcript (encoded as a session's).
+    Rejected(Box<RejectedFile>, Option<Encoded>),
+}
+
+/// A file's billed calls in the spill's encoding.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+pub(super) struct Encoded {
+    /// The identity of each call ([`spill::encode_identities`]).
+    #[serde(with = "super::cache::raw_bytes")]
+    pub identities: Vec<u8>,
+    /// The totals of each call ([`spill::encode_totals`]).
+    #[serde(with = "super::cache::raw_bytes")]
+    pub totals: Vec<u8>,
+    /// The calls themselves ([`spill::encode_records`]): what reports and frames read.
+    #[serde(with = "super::cache::raw_bytes")]
+    pub records: Vec<u8>,
 }
 
 /// A session as its worker left it, before its bulk goes to the spill. The facts and billed
@@ -37,12 +48,8 @@ pub(super) struct Finished {
     /// Its [`SessionFacts`] (postcard).
     #[serde(with = "super::cache::raw_bytes")]
     pub facts: Vec<u8>,
-    /// The identity of each billed call ([`spill::encode_identities`]).
-    #[serde(with = "super::cache::raw_bytes")]
-    pub identities: Vec<u8>,
-    /// The totals of each billed call ([`spill::encode_totals`]).
-    #[serde(with = "super::cache::raw_bytes")]
-    pub call_totals: Vec<u8>,
+    /// Its billed calls.
+    pub calls: Encoded,
 }
 
 /// What stays in memory of an outcome once its bulk is in the spill. The cache keeps it
@@ -57,32 +64,25 @@ pub(super) enum Settled {
 /// the cache's hash; without a cache they are only dropped).
 pub(super) struct Written {
     pub span: Span,
-    pub parts: [u64; 3],
+    pub parts: [u64; spill::PARTS],
     pub bytes: Vec<u8>,
 }
 
 impl Outcome {
-    /// Move the file's bulk to the spill: a session's facts, identities and totals, one after
-    /// the other (a transcript's calls without facts).
+    /// Move the file's bulk to the spill: a session's facts, then its calls' identities,
+    /// totals and records, one after the other (a transcript's calls without facts).
     pub fn settle(self, spill: &Spill) -> (Settled, Option<Written>) {
-        let (facts, identities, call_totals, settled) = match self {
+        let (facts, calls, settled) = match self {
             Outcome::Rejected(r, None) => return (Settled::Rejected(r), None),
-            Outcome::Rejected(r, Some((identities, totals))) => (Vec::new(), identities, totals, Settled::Rejected(r)),
+            Outcome::Rejected(r, Some(calls)) => (Vec::new(), calls, Settled::Rejected(r)),
             Outcome::Session(f) => {
-                let Finished {
-                    summary,
-                    facts,
-                    identities,
-                    call_totals,
-                } = *f;
-                (facts, identities, call_totals, Settled::Session(Box::new(summary)))
+                let Finished { summary, facts, calls } = *f;
+                (facts, calls, Settled::Session(Box::new(summary)))
             }
         };
-        let parts = [facts.len() as u64, identities.len() as u64, call_totals.len() as u64];
-        let mut bytes = Vec::with_capacity(parts.iter().sum::<u64>() as usize);
-        bytes.extend_from_slice(&facts);
-        bytes.extend_from_slice(&identities);
-        bytes.extend_from_slice(&call_totals);
+        let all = [&facts, &calls.identities, &calls.totals, &calls.records];
+        let parts = all.map(|p| p.len() as u64);
+        let bytes = all.map(Vec::as_slice).concat();
         let span = spill.put(&bytes);
         (settled.with_bulk(span, parts), Some(Written { span, parts, bytes }))
     }
@@ -90,12 +90,13 @@ impl Outcome {
 
 impl Settled {
     /// The file pointing at its bulk, written at `span` in `parts`.
-    pub(super) fn with_bulk(self, span: Span, parts: [u64; 3]) -> Settled {
-        let [facts, identities, totals] = parts;
+    pub(super) fn with_bulk(self, span: Span, parts: [u64; spill::PARTS]) -> Settled {
+        let [facts, identities, totals, records] = parts;
         let part = |at: u64, len: u64| span.part(at, len).unwrap_or_default();
         let point = |calls: &mut super::Calls| {
             calls.identities = part(facts, identities);
             calls.totals = part(facts + identities, totals);
+            calls.records = part(facts + identities + totals, records);
             calls.count = identities / spill::IDENTITY_BYTES as u64;
         };
         match self {
@@ -114,9 +115,9 @@ impl Settled {
     }
 }
 
-impl<R: Rows> Work<'_, R> {
+impl Work<'_> {
     /// The outcome of a parsed file.
-    pub fn outcome(&self, f: &FoundFile, parsed: ParsedFile, part: &mut R::Part) -> Outcome {
+    pub fn outcome(&self, f: &FoundFile, parsed: ParsedFile) -> Outcome {
         match analyze_parsed(parsed) {
             FileAnalysis::Rejected {
                 stats,
@@ -135,104 +136,69 @@ impl<R: Rows> Work<'_, R> {
                         }),
                         None,
                     ),
-                    Some(records) => self.transcript(f, record, &records, part),
+                    Some(records) => transcript_outcome(f, record, &records),
                 }
             }
-            FileAnalysis::Session(a) => Outcome::Session(Box::new(self.finished(f, &a, part))),
+            FileAnalysis::Session(a) => Outcome::Session(Box::new(finished(f, &a))),
         }
     }
+}
 
-    /// A subagent transcript: its answers as billed calls, their rows added to `part`.
-    fn transcript(
-        &self,
-        f: &FoundFile,
-        record: FileRecord,
-        records: &[TranscriptRecord],
-        part: &mut R::Part,
-    ) -> Outcome {
-        let calls = crate::usage::transcript_records(records);
-        let (identities, call_totals, _) = encode_calls(&calls);
-        let project = crate::analyze::project_of_path(&f.rel);
-        let file = SessionRef {
-            rel: &f.rel,
-            session_id: None,
-            project: &project,
-        };
-        let rows = self.rows.add(part, &file, &calls);
-        let first = records.iter().find(|r| r.run_id.is_some());
-        let transcript = Transcript {
-            calls: Calls {
-                rows: RowSpan {
-                    part: 0,
-                    start: rows.start,
-                    len: rows.end - rows.start,
-                },
-                ..Calls::default()
-            },
-            run_id: first.and_then(|r| r.run_id.as_deref()).map(str::to_string),
-            child_index: first.and_then(|r| r.child_index),
-            spawned_by: None,
-        };
-        let file = RejectedFile {
-            path: f.path.clone(),
-            record,
-            transcript: Some(transcript),
-        };
-        Outcome::Rejected(Box::new(file), Some((identities, call_totals)))
-    }
+/// A subagent transcript: its answers as billed calls.
+fn transcript_outcome(f: &FoundFile, record: FileRecord, records: &[TranscriptRecord]) -> Outcome {
+    let calls = crate::usage::transcript_records(records);
+    let (encoded, _) = encode_calls(&calls);
+    let first = records.iter().find(|r| r.run_id.is_some());
+    let transcript = Transcript {
+        calls: Calls::default(),
+        run_id: first.and_then(|r| r.run_id.as_deref()).map(str::to_string),
+        child_index: first.and_then(|r| r.child_index),
+        spawned_by: None,
+    };
+    let file = RejectedFile {
+        path: f.path.clone(),
+        record,
+        transcript: Some(transcript),
+    };
+    Outcome::Rejected(Box::new(file), Some(encoded))
+}
 
-    /// An accepted session: its summary, facts and billed calls, its rows added to `part`.
-    fn finished(&self, f: &FoundFile, a: &SessionAnalysis, part: &mut R::Part) -> Finished {
-        let facts = SessionFacts::of(&f.rel, a);
-        let records = &a.accounting.records;
-        let (identities, call_totals, totals) = encode_calls(records);
-        let parent = &a.tree.header.parent_session;
-        let session_id = a.tree.header.id.as_deref();
-        let session = SessionRef {
-            rel: &f.rel,
-            session_id,
-            project: &facts.project,
-        };
-        let rows = self.rows.add(part, &session, records);
-        let summary = SessionSummary {
-            rel: f.rel.clone(),
-            path: f.path.clone(),
-            session_id: session_id.map(str::to_string),
-            parent_session: js::js_truthy(parent).then(|| js::js_string_of(parent).into_owned()),
-            calls: Calls {
-                rows: RowSpan {
-                    part: 0,
-                    start: rows.start,
-                    len: rows.end - rows.start,
-                },
-                ..Calls::default()
-            },
-            child_calls: child_calls(records),
-            runs: subagent_runs(&a.tree.entries),
-            repeats: repeats(records),
-            compactions: if R::WANTED { compaction_rows(a) } else { Vec::new() },
-            started_ms: a.started_ms,
-            damaged: a.is_damaged(),
-            row: Row {
-                project: facts.project.clone(),
-                name: a.name.clone(),
-                started: facts.started_at.clone(),
-                last_activity: facts.last_activity_at.clone(),
-                models: facts.models.clone(),
-                messages: a.accounting.stats.total_messages,
-                totals,
-                own: Totals::default(),
-                context_tokens: a.context_tokens(),
-                compactions: a.compactions.total,
-            },
-            ..Default::default()
-        };
-        Finished {
-            summary,
-            facts: postcard::to_stdvec(&facts).expect("facts encode"),
-            identities,
-            call_totals,
-        }
+/// An accepted session: its summary, facts and billed calls.
+fn finished(f: &FoundFile, a: &SessionAnalysis) -> Finished {
+    let facts = SessionFacts::of(&f.rel, a);
+    let records = &a.accounting.records;
+    let (calls, totals) = encode_calls(records);
+    let parent = &a.tree.header.parent_session;
+    let session_id = a.tree.header.id.as_deref();
+    let summary = SessionSummary {
+        rel: f.rel.clone(),
+        path: f.path.clone(),
+        session_id: session_id.map(str::to_string),
+        parent_session: js::js_truthy(parent).then(|| js::js_string_of(parent).into_owned()),
+        child_calls: child_calls(records),
+        runs: subagent_runs(&a.tree.entries),
+        repeats: repeats(records),
+        compactions: compaction_rows(a),
+        started_ms: a.started_ms,
+        damaged: a.is_damaged(),
+        row: Row {
+            project: facts.project.clone(),
+            name: a.name.clone(),
+            started: facts.started_at.clone(),
+            last_activity: facts.last_activity_at.clone(),
+            models: facts.models.clone(),
+            messages: a.accounting.stats.total_messages,
+            totals,
+            own: Totals::default(),
+            context_tokens: a.context_tokens(),
+            compactions: a.compactions.total,
+        },
+        ..Default::default()
+    };
+    Finished {
+        summary,
+        facts: postcard::to_stdvec(&facts).expect("facts encode"),
+        calls,
     }
 }
 
@@ -354,18 +320,17 @@ fn record_totals(r: &UsageRecord) -> Totals {
     t
 }
 
-/// The identities and totals of billed calls in the spill's encoding, and their sum (in file
-/// order).
-fn encode_calls(records: &[UsageRecord]) -> (Vec<u8>, Vec<u8>, Totals) {
-    let mut identities = Vec::new();
-    spill::encode_identities(records.iter().map(|r| r.identity), &mut identities);
+/// Billed calls in the spill's encoding, and their sum (in file order).
+fn encode_calls(records: &[UsageRecord]) -> (Encoded, Totals) {
+    let mut e = Encoded::default();
+    spill::encode_identities(records.iter().map(|r| r.identity), &mut e.identities);
     let mut totals = Totals::default();
-    let mut call_totals = Vec::new();
     spill::encode_totals(
         records.iter().map(record_totals).inspect(|t| totals.merge(t)),
-        &mut call_totals,
+        &mut e.totals,
     );
-    (identities, call_totals, totals)
+    spill::encode_records(records, &mut e.records);
+    (e, totals)
 }
 
 /// The calls that repeat an earlier entry of the file: the same entry id and the same call.

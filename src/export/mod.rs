@@ -1,6 +1,8 @@
 //! Writing frames to disk: Parquet (zstd, full statistics), CSV or NDJSON, each file
 //! written beside its destination under a temporary name and renamed into place, so a
 //! reader never sees half a file. `--partition month` writes a hive-partitioned dataset.
+//! The usage frame is written in batches as its rows are read back from the corpus, so an
+//! export holds one batch, not the corpus's calls.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
@@ -9,7 +11,8 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::frame::Frames;
+use crate::corpus::Corpus;
+use crate::pricing::{CostMode, Pricing};
 
 /// Output file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,20 +146,68 @@ pub struct Written {
     pub files: Vec<(PathBuf, usize)>,
 }
 
-/// Write the four frames into `dir`.
-pub fn export(frames: &Frames, dir: &Path, format: Format, partition: Partition) -> Result<Written, ExportError> {
+/// Rows of the usage frame written at a time (about 25 MB of columns).
+pub const BATCH_ROWS: usize = 50_000;
+
+/// What an export writes: a corpus's frames, costs under `mode`, `source` in the first column.
+#[derive(Debug, Clone, Copy)]
+pub struct Exported<'a> {
+    pub corpus: &'a Corpus,
+    pub source: &'a str,
+    pub pricing: &'a Pricing,
+    pub mode: CostMode,
+    /// Rows of the usage frame written at a time ([`BATCH_ROWS`]).
+    pub batch_rows: usize,
+}
+
+/// Write the four frames into `dir`, the usage frame in batches.
+pub fn export(what: &Exported<'_>, dir: &Path, format: Format, partition: Partition) -> Result<Written, ExportError> {
     fs::create_dir_all(dir).map_err(io(dir))?;
+    let polars = |source| ExportError::Polars {
+        path: dir.to_path_buf(),
+        source,
+    };
     let mut written = Written::default();
-    for (name, df) in frames.named() {
-        let partitioned = partition == Partition::Month && matches!(name, "usage" | "compactions");
-        if partitioned {
-            let target = dir.join(name);
-            for (path, rows) in write_partitioned(df, &target, format)? {
-                written.files.push((path, rows));
-            }
+    let monthly = partition == Partition::Month;
+    let usage = if monthly {
+        Target::Partitioned(Partitioned::new(&dir.join("usage"), format)?)
+    } else {
+        Target::File(Box::new(Out::new(
+            &dir.join(format!("usage.{}", format.extension())),
+            format,
+        )))
+    };
+    let mut usage = Some(usage);
+    let mut failed = None;
+    let streamed = crate::frame::usage_batches(
+        what.corpus,
+        what.source,
+        what.pricing,
+        what.mode,
+        what.batch_rows,
+        |mut df| {
+            let target = usage.as_mut().expect("open until the end");
+            target.push(&mut df).map_err(|e| {
+                failed = Some(e);
+                PolarsError::ComputeError("the export stopped".into())
+            })
+        },
+    );
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    streamed.map_err(polars)?;
+    written
+        .files
+        .extend(usage.take().expect("open until the end").finish()?);
+    let [sessions, compactions, files] = crate::frame::others(what.corpus, what.source).map_err(polars)?;
+    for (name, mut df) in [("sessions", sessions), ("compactions", compactions), ("files", files)] {
+        if monthly && name == "compactions" {
+            let mut target = Partitioned::new(&dir.join(name), format)?;
+            target.push(&mut df)?;
+            written.files.extend(target.finish()?);
         } else {
             let path = dir.join(format!("{name}.{}", format.extension()));
-            let mut df = df.clone();
             write_file(&mut df, &path, format)?;
             written.files.push((path, df.height()));
         }
@@ -164,64 +215,258 @@ pub fn export(frames: &Frames, dir: &Path, format: Format, partition: Partition)
     Ok(written)
 }
 
-/// `target/month=YYYY-MM/part-0.<ext>`, built in a temporary folder that replaces `target`.
-fn write_partitioned(df: &DataFrame, target: &Path, format: Format) -> Result<Vec<(PathBuf, usize)>, ExportError> {
-    let polars = |source| ExportError::Polars {
-        path: target.to_path_buf(),
-        source,
-    };
-    let months: Vec<String> = df
-        .column("timestamp")
-        .map_err(polars)?
-        .as_materialized_series()
-        .iter()
-        .map(|v| match v {
-            AnyValue::Datetime(ms, _, _) => jiff::Timestamp::from_millisecond(ms)
-                .map(|t| t.strftime("%Y-%m").to_string())
-                .unwrap_or_else(|_| "unknown".into()),
-            _ => "unknown".into(),
+/// Where a frame's batches go: one file, or one file per month.
+enum Target {
+    File(Box<Out>),
+    Partitioned(Partitioned),
+}
+
+impl Target {
+    fn push(&mut self, df: &mut DataFrame) -> Result<(), ExportError> {
+        match self {
+            Target::File(out) => out.push(df),
+            Target::Partitioned(p) => p.push(df),
+        }
+    }
+
+    fn finish(self) -> Result<Vec<(PathBuf, usize)>, ExportError> {
+        match self {
+            Target::File(out) => Ok(vec![out.finish()?]),
+            Target::Partitioned(p) => p.finish(),
+        }
+    }
+}
+
+/// A file shared by its encoder and its [`Out`], which takes it back to flush and sync it once
+/// the encoder is done (polars' batched writers do not give their writer back).
+#[derive(Clone)]
+struct Shared(std::sync::Arc<std::sync::Mutex<BufWriter<File>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("writer poisoned"))?
+            .write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("writer poisoned"))?
+            .flush()
+    }
+}
+
+/// An encoder of batches.
+enum Sink {
+    Parquet(Box<polars::io::parquet::write::BatchedWriter<Shared>>),
+    Csv(polars::io::csv::write::BatchedWriter<Shared>),
+    Ndjson(Shared),
+}
+
+/// One file being written in batches under a temporary name (opened at the first batch, whose
+/// columns the file's schema is).
+struct Out {
+    path: PathBuf,
+    tmp: PathBuf,
+    format: Format,
+    sink: Option<Sink>,
+    file: Option<Shared>,
+    rows: usize,
+}
+
+impl Out {
+    fn new(path: &Path, format: Format) -> Out {
+        Out {
+            path: path.to_path_buf(),
+            tmp: temp_name(path),
+            format,
+            sink: None,
+            file: None,
+            rows: 0,
+        }
+    }
+
+    fn polars(&self) -> impl FnOnce(PolarsError) -> ExportError + '_ {
+        move |source| ExportError::Polars {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn push(&mut self, df: &mut DataFrame) -> Result<(), ExportError> {
+        let result = self.write(df);
+        if result.is_err() {
+            self.sink = None;
+            self.file = None;
+            let _ = fs::remove_file(&self.tmp);
+        }
+        result
+    }
+
+    fn write(&mut self, df: &mut DataFrame) -> Result<(), ExportError> {
+        if self.sink.is_none() {
+            let file = File::create(&self.tmp).map_err(io(&self.tmp))?;
+            let w = Shared(std::sync::Arc::new(std::sync::Mutex::new(BufWriter::new(file))));
+            self.file = Some(w.clone());
+            let schema = df.schema().as_ref().clone();
+            self.sink = Some(match self.format {
+                Format::Parquet => Sink::Parquet(Box::new(
+                    ParquetWriter::new(w)
+                        .with_compression(ParquetCompression::Zstd(None))
+                        .with_statistics(StatisticsOptions::full())
+                        .batched(&schema)
+                        .map_err(self.polars())?,
+                )),
+                Format::Csv => Sink::Csv(
+                    CsvWriter::new(w)
+                        .include_header(true)
+                        .batched(&schema)
+                        .map_err(self.polars())?,
+                ),
+                Format::Ndjson => Sink::Ndjson(w),
+            });
+        }
+        self.rows += df.height();
+        df.rechunk_mut();
+        let sink = self.sink.as_mut().expect("opened above");
+        let result = match sink {
+            Sink::Parquet(w) => w.write_batch(df),
+            Sink::Csv(w) => w.write_batch(df),
+            Sink::Ndjson(w) => encode(df, w, Format::Ndjson),
+        };
+        result.map_err(|source| ExportError::Polars {
+            path: self.path.clone(),
+            source,
         })
-        .collect();
-    let mut with_month = df.clone();
-    with_month
-        .with_column(Column::new("month".into(), months))
-        .map_err(polars)?;
-    let parts = with_month.partition_by_stable(["month"], true).map_err(polars)?;
-    let tmp = temp_name(target);
-    let _ = fs::remove_dir_all(&tmp);
-    fs::create_dir_all(&tmp).map_err(io(&tmp))?;
-    let mut out = Vec::new();
-    let mut planned = Vec::new();
-    for mut part in parts {
-        let month = part
-            .column("month")
-            .and_then(|c| c.get(0).map(|v| v.str_value().to_string()))
+    }
+
+    /// Finish the file and rename it into place; its path and rows.
+    fn finish(mut self) -> Result<(PathBuf, usize), ExportError> {
+        let result = (|| {
+            match self.sink.take().expect("a batch was written") {
+                Sink::Parquet(w) => {
+                    w.finish().map_err(self.polars())?;
+                }
+                Sink::Csv(mut w) => w.finish().map_err(self.polars())?,
+                Sink::Ndjson(_) => {}
+            }
+            let shared = self.file.take().expect("opened with the sink");
+            let w = std::sync::Arc::try_unwrap(shared.0)
+                .map_err(|_| io(&self.tmp)(std::io::Error::other("the encoder still holds the file")))?
+                .into_inner()
+                .map_err(|_| io(&self.tmp)(std::io::Error::other("writer poisoned")))?;
+            let file = w.into_inner().map_err(|e| io(&self.tmp)(e.into_error()))?;
+            file.sync_all().map_err(io(&self.tmp))?;
+            fs::rename(&self.tmp, &self.path).map_err(io(&self.path))
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+        result.map(|()| (self.path, self.rows))
+    }
+}
+
+/// `target/month=YYYY-MM/part-0.<ext>` (UTC months of `timestamp`, `month=unknown` without
+/// one), built in a temporary folder that replaces `target` when finished.
+struct Partitioned {
+    target: PathBuf,
+    tmp: PathBuf,
+    format: Format,
+    /// Each month's file, in the order the months first came.
+    months: Vec<(String, Out)>,
+}
+
+impl Partitioned {
+    fn new(target: &Path, format: Format) -> Result<Partitioned, ExportError> {
+        let tmp = temp_name(target);
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+        Ok(Partitioned {
+            target: target.to_path_buf(),
+            tmp,
+            format,
+            months: Vec::new(),
+        })
+    }
+
+    fn push(&mut self, df: &mut DataFrame) -> Result<(), ExportError> {
+        let polars = |source| ExportError::Polars {
+            path: self.target.clone(),
+            source,
+        };
+        let months: Vec<String> = df
+            .column("timestamp")
+            .map_err(polars)?
+            .as_materialized_series()
+            .iter()
+            .map(|v| match v {
+                AnyValue::Datetime(ms, _, _) => jiff::Timestamp::from_millisecond(ms)
+                    .map(|t| t.strftime("%Y-%m").to_string())
+                    .unwrap_or_else(|_| "unknown".into()),
+                _ => "unknown".into(),
+            })
+            .collect();
+        let mut with_month = df.clone();
+        with_month
+            .with_column(Column::new("month".into(), months))
             .map_err(polars)?;
-        let _ = part.drop_in_place("month").map_err(polars)?;
-        let folder = tmp.join(format!("month={month}"));
-        fs::create_dir_all(&folder).map_err(io(&folder))?;
-        let path = folder.join(format!("part-0.{}", format.extension()));
-        write_file(&mut part, &path, format)?;
-        planned.push((format!("month={month}"), part.height()));
+        for mut part in with_month.partition_by_stable(["month"], true).map_err(polars)? {
+            let month = part
+                .column("month")
+                .and_then(|c| c.get(0).map(|v| v.str_value().to_string()))
+                .map_err(polars)?;
+            let _ = part.drop_in_place("month").map_err(polars)?;
+            let at = match self.months.iter().position(|(m, _)| *m == month) {
+                Some(at) => at,
+                None => {
+                    let folder = self.tmp.join(format!("month={month}"));
+                    fs::create_dir_all(&folder).map_err(io(&folder))?;
+                    let path = folder.join(format!("part-0.{}", self.format.extension()));
+                    self.months.push((month, Out::new(&path, self.format)));
+                    self.months.len() - 1
+                }
+            };
+            self.months[at].1.push(&mut part)?;
+        }
+        Ok(())
     }
-    // Swap the finished folder in: the old one is moved aside first, then removed.
-    let old = target.with_file_name(format!(
-        ".{}.old-{}",
-        target
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-        std::process::id()
-    ));
-    let had_old = target.exists();
-    if had_old {
-        fs::rename(target, &old).map_err(io(target))?;
+
+    /// Finish every month's file and swap the folder in.
+    fn finish(self) -> Result<Vec<(PathBuf, usize)>, ExportError> {
+        let Partitioned {
+            target,
+            tmp,
+            format,
+            months,
+        } = self;
+        let target = target.as_path();
+        let mut planned = Vec::new();
+        for (month, out) in months {
+            let (_, rows) = out.finish()?;
+            planned.push((format!("month={month}"), rows));
+        }
+        let mut out = Vec::new();
+        // Swap the finished folder in: the old one is moved aside first, then removed.
+        let old = target.with_file_name(format!(
+            ".{}.old-{}",
+            target
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            std::process::id()
+        ));
+        let had_old = target.exists();
+        if had_old {
+            fs::rename(target, &old).map_err(io(target))?;
+        }
+        fs::rename(&tmp, target).map_err(io(target))?;
+        if had_old {
+            let _ = fs::remove_dir_all(&old);
+        }
+        for (folder, rows) in planned {
+            out.push((target.join(folder).join(format!("part-0.{}", format.extension())), rows));
+        }
+        Ok(out)
     }
-    fs::rename(&tmp, target).map_err(io(target))?;
-    if had_old {
-        let _ = fs::remove_dir_all(&old);
-    }
-    for (folder, rows) in planned {
-        out.push((target.join(folder).join(format!("part-0.{}", format.extension())), rows));
-    }
-    Ok(out)
 }

@@ -15,9 +15,9 @@ use crate::pricing::{CostMode, Pricing};
 mod price;
 mod schema;
 mod usage;
-pub use price::{FileCost, Repricing};
+pub use price::{FileCost, Priced, Pricer, Repricing};
 pub use schema::{COMPACTIONS, Col, FILES, SESSIONS, SOURCE, Ty, USAGE, markdown};
-pub use usage::{UsageColumns, UsageRows};
+pub use usage::{UsageColumns, UsageRow, each_row, try_each_row};
 
 /// The four frames of a corpus.
 #[derive(Debug, Clone)]
@@ -29,32 +29,14 @@ pub struct Frames {
 }
 
 impl Frames {
-    /// Build every frame, `source` in the first column of each, from a corpus scanned with
-    /// [`UsageRows`] and the parts it filled.
-    pub fn build(
-        corpus: &Corpus,
-        parts: Vec<UsageColumns>,
-        source: &str,
-        pricing: &Pricing,
-        mode: CostMode,
-    ) -> PolarsResult<Frames> {
-        let with_source = |mut df: DataFrame| -> PolarsResult<DataFrame> {
-            let height = df.height();
-            let name = PlSmallStr::from_static(SOURCE);
-            df.insert_column(
-                0,
-                Column::new_scalar(name, Scalar::from(PlSmallStr::from(source)), height),
-            )?;
-            Ok(df)
-        };
-        let (sessions, files) = sessions_and_files(corpus)?;
-        let mut usage = usage(corpus, parts)?;
-        price::price(&mut usage, pricing, mode)?;
+    /// Build every frame, `source` in the first column of each, costs under `mode`.
+    pub fn build(corpus: &Corpus, source: &str, pricing: &Pricing, mode: CostMode) -> PolarsResult<Frames> {
+        let [sessions, compactions, files] = others(corpus, source)?;
         Ok(Frames {
-            usage: with_source(usage)?,
-            sessions: with_source(sessions)?,
-            compactions: with_source(compactions(corpus)?)?,
-            files: with_source(files)?,
+            usage: with_source(usage(corpus, pricing, mode)?, source)?,
+            sessions,
+            compactions,
+            files,
         })
     }
 
@@ -198,53 +180,69 @@ fn session_id(s: &SessionSummary) -> Option<&str> {
     s.session_id.as_deref()
 }
 
-/// The usage frame: each part's rows, the sessions' rows in corpus order, and `inherited`
-/// from the fork deduplication.
-fn usage(corpus: &Corpus, parts: Vec<UsageColumns>) -> PolarsResult<DataFrame> {
-    let mut offsets = Vec::with_capacity(parts.len());
-    let mut all: Option<DataFrame> = None;
-    for part in parts {
-        let df = part.finish()?;
-        offsets.push(all.as_ref().map_or(0, DataFrame::height) as IdxSize);
-        match &mut all {
-            None => all = Some(df),
-            Some(all) => {
-                all.vstack_mut_owned(df)?;
-            }
+/// `df` with `source` in its first column.
+fn with_source(mut df: DataFrame, source: &str) -> PolarsResult<DataFrame> {
+    let height = df.height();
+    let name = PlSmallStr::from_static(SOURCE);
+    df.insert_column(
+        0,
+        Column::new_scalar(name, Scalar::from(PlSmallStr::from(source)), height),
+    )?;
+    Ok(df)
+}
+
+/// The sessions, compactions and files frames, `source` in the first column of each: a row
+/// per file or compaction, small beside the usage frame.
+pub fn others(corpus: &Corpus, source: &str) -> PolarsResult<[DataFrame; 3]> {
+    let (sessions, files) = sessions_and_files(corpus)?;
+    Ok([
+        with_source(sessions, source)?,
+        with_source(compactions(corpus)?, source)?,
+        with_source(files, source)?,
+    ])
+}
+
+/// The usage frame: every billed call, in [`each_row`]'s order.
+fn usage(corpus: &Corpus, pricing: &Pricing, mode: CostMode) -> PolarsResult<DataFrame> {
+    let mut columns = UsageColumns::default();
+    each_row(corpus, pricing, mode, |row| columns.push(row)).map_err(io_error)?;
+    columns.finish()
+}
+
+/// The usage frame in batches of `rows` rows (the last one smaller; one empty batch when there
+/// are no rows), `source` in the first column of each: what an export writes without holding
+/// the whole frame.
+pub fn usage_batches(
+    corpus: &Corpus,
+    source: &str,
+    pricing: &Pricing,
+    mode: CostMode,
+    rows: usize,
+    mut each: impl FnMut(DataFrame) -> PolarsResult<()>,
+) -> PolarsResult<()> {
+    let mut columns = UsageColumns::default();
+    let mut sent = false;
+    try_each_row(corpus, pricing, mode, |row| {
+        columns.push(row);
+        if columns.len() >= rows {
+            sent = true;
+            each(with_source(std::mem::take(&mut columns).finish()?, source)?)?;
         }
+        Ok::<_, PolarsError>(())
+    })?;
+    // The last rows; an empty frame when there are none (its columns still say what it holds).
+    if !columns.is_empty() || !sent {
+        each(with_source(columns.finish()?, source)?)?;
     }
-    let Some(all) = all else {
-        return UsageColumns::default().finish();
-    };
-    // The sessions' rows in corpus order, then the transcripts'.
-    let mut order: Vec<IdxSize> = Vec::new();
-    let mut reasons: Vec<Option<&'static str>> = Vec::new();
-    let mut spawned_by: Vec<Option<&str>> = Vec::new();
-    let files = corpus
-        .sessions
-        .iter()
-        .map(|s| (&s.calls, s.spawned_by.as_deref()))
-        .chain(
-            corpus
-                .rejected
-                .iter()
-                .filter_map(|r| r.transcript.as_ref())
-                .map(|t| (&t.calls, t.spawned_by.as_deref())),
-        );
-    for (calls, parent) in files {
-        let first = offsets[calls.rows.part as usize] + calls.rows.start as IdxSize;
-        order.extend(first..first + calls.rows.len as IdxSize);
-        reasons.extend(calls.reasons().map(|why| why.map(crate::corpus::Inherited::name)));
-        spawned_by.extend(std::iter::repeat_n(parent, calls.rows.len as usize));
+    Ok(())
+}
+
+/// An I/O error (reading the spill back) as Polars'.
+pub fn io_error(e: std::io::Error) -> PolarsError {
+    PolarsError::IO {
+        error: std::sync::Arc::new(e),
+        msg: None,
     }
-    assert_eq!(order.len(), reasons.len(), "one row per billed call");
-    let mut frame = all.take(&IdxCa::from_vec("".into(), order))?;
-    frame.rechunk_mut();
-    let inherited: Vec<bool> = reasons.iter().map(Option::is_some).collect();
-    frame.replace("inherited", Column::new("inherited".into(), inherited))?;
-    frame.replace("inherited_reason", Column::new("inherited_reason".into(), reasons))?;
-    frame.replace("spawned_by", Column::new("spawned_by".into(), spawned_by))?;
-    Ok(frame)
 }
 
 /// A number of Pi's sums, when it is a finite number.

@@ -1,69 +1,90 @@
 //! The usage frame's pricing columns: `cost_calculated`, `price_source`, `billing` and
-//! `cost_effective`, filled when the frame is built (not by the workers, so that the cache
-//! holds what the files say and a new price table or config needs no re-scan).
+//! `cost_effective`, computed when the rows are read back (not by the workers, so that the
+//! cache holds what the files say and a new price table or config needs no re-scan).
 
 use hashbrown::HashMap;
-use polars::prelude::*;
 
-use crate::pricing::{self, CostMode, Pricing, Tokens};
+use crate::corpus::Corpus;
+use crate::pricing::{self, Billing, Chosen, CostMode, Pricing, Tokens};
+use crate::usage::UsageRecord;
 
-/// Fill the pricing columns of the usage frame `u` from `pricing`, the cost under `mode`.
-pub fn price(u: &mut DataFrame, pricing: &Pricing, mode: CostMode) -> PolarsResult<()> {
-    for column in columns(u, pricing, mode)? {
-        u.replace(&column.name().clone(), column)?;
-    }
-    Ok(())
+/// The pricing columns of one call.
+#[derive(Debug, Clone, Copy)]
+pub struct Priced<'p> {
+    /// Its cost at the price table's price, when the model has one.
+    pub calculated: Option<f64>,
+    /// The name of that price's source.
+    pub source: Option<&'p str>,
+    pub billing: Billing,
+    /// The cost under the mode (`cost_effective`), and how it was found.
+    pub chosen: Chosen,
 }
 
 /// A model's price and its source's name, if it has one.
 type Found<'a> = Option<(&'a pricing::Price, &'a str)>;
 
-/// The four columns, computed row by row.
-fn columns(u: &DataFrame, pricing: &Pricing, mode: CostMode) -> PolarsResult<[Column; 4]> {
-    let text = |name: &str| -> PolarsResult<Vec<Option<&str>>> { Ok(u.column(name)?.str()?.iter().collect()) };
-    let number = |name: &str| -> PolarsResult<Vec<Option<f64>>> { Ok(u.column(name)?.f64()?.iter().collect()) };
-    let (provider, model) = (text("provider")?, text("model")?);
-    let (input, output, cache_read) = (number("input")?, number("output")?, number("cache_read")?);
-    let (cache_write, cache_write_1h, cost) = (number("cache_write")?, number("cache_write_1h")?, number("cost")?);
-    let n = u.height();
-    let mut calculated: Vec<Option<f64>> = Vec::with_capacity(n);
-    let mut source: Vec<Option<&str>> = Vec::with_capacity(n);
-    let mut billing: Vec<&str> = Vec::with_capacity(n);
-    let mut effective: Vec<f64> = Vec::with_capacity(n);
-    // One lookup per provider and model, not per row.
-    let mut prices: HashMap<(Option<&str>, Option<&str>), Found<'_>> = HashMap::new();
-    for i in 0..n {
+/// Prices calls under a [`CostMode`], one lookup per provider and model.
+#[derive(Debug)]
+pub struct Pricer<'p> {
+    pricing: &'p Pricing,
+    mode: CostMode,
+    /// By `provider \0 model` (`\u{1}` for a missing one).
+    found: HashMap<String, Found<'p>>,
+    key: String,
+}
+
+impl<'p> Pricer<'p> {
+    pub fn new(pricing: &'p Pricing, mode: CostMode) -> Pricer<'p> {
+        Pricer {
+            pricing,
+            mode,
+            found: HashMap::new(),
+            key: String::new(),
+        }
+    }
+
+    /// The pricing columns of `r`.
+    pub fn price(&mut self, r: &UsageRecord) -> Priced<'p> {
+        let (provider, model) = (r.provider.as_deref(), r.model.as_deref());
         // A subagent's part names its model `provider/model` (pi-subagents), without a provider.
-        let key = match (provider[i], model[i]) {
+        let key = match (provider, model) {
             (Some(p), Some(m)) => Some((p, m)),
             (None, Some(m)) => m.split_once('/'),
             _ => None,
         };
-        let found = *prices.entry((provider[i], model[i])).or_insert_with(|| {
-            let (p, m) = key?;
-            pricing
-                .price(p, m)
-                .map(|(price, from)| (price, pricing.source_name(from)))
-        });
-        let tokens = Tokens {
-            input: input[i].unwrap_or(0.0),
-            output: output[i].unwrap_or(0.0),
-            cache_read: cache_read[i].unwrap_or(0.0),
-            cache_write: cache_write[i].unwrap_or(0.0),
-            cache_write_1h: cache_write_1h[i],
+        self.key.clear();
+        for part in [provider, model] {
+            self.key.push_str(part.unwrap_or("\u{1}"));
+            self.key.push('\0');
+        }
+        let found = match self.found.get(self.key.as_str()) {
+            Some(found) => *found,
+            None => {
+                let pricing = self.pricing;
+                let found = key.and_then(|(p, m)| {
+                    pricing
+                        .price(p, m)
+                        .map(|(price, from)| (price, pricing.source_name(from)))
+                });
+                self.found.insert(self.key.clone(), found);
+                found
+            }
         };
-        let c = found.map(|(price, _)| pricing::calculate(price, &tokens).total);
-        calculated.push(c);
-        source.push(found.map(|(_, from)| from));
-        billing.push(pricing.billing(key.map_or("", |(p, _)| p)).name());
-        effective.push(mode.choose(cost[i].unwrap_or(0.0), tokens.total(), c).cost);
+        let tokens = Tokens {
+            input: r.input,
+            output: r.output,
+            cache_read: r.cache_read,
+            cache_write: r.cache_write,
+            cache_write_1h: r.cache_write_1h,
+        };
+        let calculated = found.map(|(price, _)| pricing::calculate(price, &tokens).total);
+        Priced {
+            calculated,
+            source: found.map(|(_, from)| from),
+            billing: self.pricing.billing(key.map_or("", |(p, _)| p)),
+            chosen: self.mode.choose(r.cost_total, tokens.total(), calculated),
+        }
     }
-    Ok([
-        Column::new("cost_calculated".into(), calculated),
-        Column::new("price_source".into(), source),
-        Column::new("billing".into(), billing),
-        Column::new("cost_effective".into(), effective),
-    ])
 }
 
 /// Per file, what its calls cost under a [`CostMode`] (for `pisa sessions --cost`).
@@ -88,41 +109,27 @@ pub struct Repricing {
 }
 
 impl Repricing {
-    /// Sum the priced usage frame `u` (built with [`price`] under `mode`) by file.
-    pub fn of(u: &DataFrame, mode: CostMode, price_table: &str) -> PolarsResult<Repricing> {
-        let file: Vec<Option<&str>> = u.column("file")?.str()?.iter().collect();
-        let number = |name: &str| -> PolarsResult<Vec<f64>> {
-            Ok(u.column(name)?.f64()?.iter().map(|x| x.unwrap_or(0.0)).collect())
-        };
-        let cost = number("cost")?;
-        let parts = [
-            number("input")?,
-            number("output")?,
-            number("cache_read")?,
-            number("cache_write")?,
-        ];
-        let calculated: Vec<Option<f64>> = u.column("cost_calculated")?.f64()?.iter().collect();
-        let inherited: Vec<bool> = u.column("inherited")?.bool()?.iter().map(|b| b == Some(true)).collect();
+    /// Sum the corpus's calls priced under `mode` by file.
+    pub fn of(corpus: &Corpus, pricing: &Pricing, mode: CostMode) -> std::io::Result<Repricing> {
         let mut files: hashbrown::HashMap<String, FileCost> = hashbrown::HashMap::new();
         let mut total = FileCost::default();
-        for i in 0..u.height() {
-            let t = parts[0][i] + parts[1][i] + parts[2][i] + parts[3][i];
-            let c = mode.choose(cost[i], t, calculated[i]);
-            let f = files.entry_ref(file[i].unwrap_or_default()).or_default();
+        super::each_row(corpus, pricing, mode, |row| {
+            let c = row.priced.chosen;
+            let f = files.entry_ref(row.file.rel).or_default();
             f.cost += c.cost;
             f.repriced += u64::from(c.repriced);
             f.unpriced += u64::from(c.unpriced);
-            if !inherited[i] {
+            if !row.inherited() {
                 f.own_cost += c.cost;
                 total.cost += c.cost;
                 total.own_cost += c.cost;
                 total.repriced += u64::from(c.repriced);
                 total.unpriced += u64::from(c.unpriced);
             }
-        }
+        })?;
         Ok(Repricing {
             mode,
-            price_table: price_table.to_string(),
+            price_table: pricing.registry.label.clone(),
             files,
             total,
         })

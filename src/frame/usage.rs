@@ -1,37 +1,79 @@
-//! The usage frame's rows, filled by the workers while they read the files: each worker
-//! appends its sessions' billed records to typed columns of its own ([`UsageColumns`], as
-//! polars' NDJSON reader fills builders per chunk), and each worker's columns become one
-//! DataFrame, checked against [`USAGE`] once. [`super::Frames::build`] puts the sessions' rows
-//! in corpus order.
+//! The usage frame's rows: each billed call as [`UsageRow`], read back from the corpus one file
+//! at a time ([`each_row`]) for the reports, which sum them without a frame, and for
+//! [`UsageColumns`], which fills typed columns (as polars' NDJSON reader fills builders) for
+//! the frame, checked against [`USAGE`] once.
 
 use polars::prelude::*;
 
+use super::price::{Priced, Pricer};
 use super::schema::{SOURCE, USAGE};
-use crate::corpus::{Rows, SessionRef};
+use crate::corpus::{Corpus, Inherited, SessionRef};
+use crate::pricing::{CostMode, Pricing};
 use crate::usage::UsageRecord;
 
-/// The [`Rows`] sink of the usage frame.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct UsageRows;
+/// One billed call as a row of the usage frame, without the frame.
+#[derive(Debug)]
+pub struct UsageRow<'a> {
+    pub file: &'a SessionRef<'a>,
+    /// The session that spawned the file as a subagent.
+    pub spawned_by: Option<&'a str>,
+    pub record: &'a UsageRecord,
+    /// Why another record holds the call (`None`: the corpus counts it here).
+    pub reason: Option<Inherited>,
+    /// Unix ms, UTC: the entry's time, else the message's ([`super::time_of`]).
+    pub timestamp: Option<i64>,
+    pub priced: Priced<'a>,
+}
 
-impl Rows for UsageRows {
-    type Part = UsageColumns;
-    const WANTED: bool = true;
-
-    fn add(&self, part: &mut UsageColumns, s: &SessionRef<'_>, calls: &[UsageRecord]) -> std::ops::Range<u32> {
-        let start = part.len;
-        for r in calls {
-            part.push(s, r);
-        }
-        start..part.len
+impl UsageRow<'_> {
+    /// Whether another record holds the call.
+    pub fn inherited(&self) -> bool {
+        self.reason.is_some()
     }
 }
 
-/// One worker's rows of the usage frame, a typed column each (`source`, `spawned_by` and
-/// `inherited` with its reason are set when the frame is built).
+/// Visit every billed call of `corpus` in the usage frame's order (sessions by path, then
+/// transcripts, each file's calls in file order), priced under `mode`.
+pub fn each_row(
+    corpus: &Corpus,
+    pricing: &Pricing,
+    mode: CostMode,
+    mut visit: impl FnMut(&UsageRow<'_>),
+) -> std::io::Result<()> {
+    try_each_row(corpus, pricing, mode, |row| {
+        visit(row);
+        Ok::<_, std::io::Error>(())
+    })
+}
+
+/// [`each_row`] with a visitor that can fail, which stops the visit.
+pub fn try_each_row<E: From<std::io::Error>>(
+    corpus: &Corpus,
+    pricing: &Pricing,
+    mode: CostMode,
+    mut visit: impl FnMut(&UsageRow<'_>) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut pricer = Pricer::new(pricing, mode);
+    corpus.each_file(|f| {
+        debug_assert_eq!(f.records.len() as u64, f.calls.count, "one record per call");
+        for (record, reason) in f.records.iter().zip(f.calls.reasons()) {
+            visit(&UsageRow {
+                file: &f.file,
+                spawned_by: f.spawned_by,
+                record,
+                reason,
+                timestamp: super::time_of(record.timestamp.as_deref(), record.message_timestamp),
+                priced: pricer.price(record),
+            })?;
+        }
+        Ok(())
+    })
+}
+
+/// Rows of the usage frame, a typed column each (`source` is added when the frame is built).
 pub struct UsageColumns {
     len: u32,
-    strings: [StringChunkedBuilder; 12],
+    strings: [StringChunkedBuilder; STRINGS.len()],
     entry_index: Vec<u32>,
     timestamp: Vec<Option<i64>>,
     on_active_path: Vec<bool>,
@@ -41,6 +83,9 @@ pub struct UsageColumns {
     cache_write_1h: Vec<Option<f64>>,
     reasoning: Vec<Option<f64>>,
     cost_from_provider: Vec<bool>,
+    inherited: Vec<bool>,
+    calculated: Vec<Option<f64>>,
+    effective: Vec<f64>,
     incomplete: Vec<bool>,
 }
 
@@ -52,8 +97,8 @@ impl std::fmt::Debug for UsageColumns {
     }
 }
 
-/// The string columns, in [`USAGE`] order.
-const STRINGS: [&str; 12] = [
+/// The string columns (in [`USAGE`] order, then those [`UsageColumns::finish`] places).
+const STRINGS: [&str; 16] = [
     "session_id",
     "file",
     "project",
@@ -66,6 +111,10 @@ const STRINGS: [&str; 12] = [
     "api",
     "stop_reason",
     "thinking_level",
+    "inherited_reason",
+    "spawned_by",
+    "price_source",
+    "billing",
 ];
 
 /// The number columns without nulls, in [`USAGE`] order.
@@ -94,15 +143,28 @@ impl Default for UsageColumns {
             cache_write_1h: Vec::new(),
             reasoning: Vec::new(),
             cost_from_provider: Vec::new(),
+            inherited: Vec::new(),
+            calculated: Vec::new(),
+            effective: Vec::new(),
             incomplete: Vec::new(),
         }
     }
 }
 
 impl UsageColumns {
-    /// Append one record's row (every value is computed before the first column grows, so a
-    /// row is added whole).
-    fn push(&mut self, s: &SessionRef<'_>, r: &UsageRecord) {
+    /// Rows so far.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Append one row (every value is computed before the first column grows, so a row is
+    /// added whole).
+    pub fn push(&mut self, row: &UsageRow<'_>) {
+        let (s, r, p) = (row.file, row.record, &row.priced);
         let strings = [
             s.session_id,
             Some(s.rel),
@@ -116,6 +178,10 @@ impl UsageColumns {
             r.api.as_deref(),
             r.stop_reason.as_deref(),
             r.thinking_level.as_deref(),
+            row.reason.map(Inherited::name),
+            row.spawned_by,
+            p.source,
+            Some(p.billing.name()),
         ];
         let numbers = [
             r.input,
@@ -129,7 +195,6 @@ impl UsageColumns {
             r.cost_cache_write,
             r.cost_total,
         ];
-        let timestamp = super::time_of(r.timestamp.as_deref(), r.message_timestamp);
         for (column, value) in self.strings.iter_mut().zip(strings) {
             column.append_option(value);
         }
@@ -137,20 +202,23 @@ impl UsageColumns {
             column.push(value);
         }
         self.entry_index.push(r.entry);
-        self.timestamp.push(timestamp);
+        self.timestamp.push(row.timestamp);
         self.on_active_path.push(r.on_active_path);
         self.cache_write_1h.push(r.cache_write_1h);
         self.reasoning.push(r.reasoning);
         self.cost_from_provider.push(r.cost_from_provider);
+        self.inherited.push(row.inherited());
+        self.calculated.push(p.calculated);
+        self.effective.push(p.chosen.cost);
         self.incomplete.push(r.missing != 0);
         self.len += 1;
     }
 
-    /// The rows as a DataFrame with every column of [`USAGE`] but `source`, `inherited`
-    /// false; its schema checked against [`USAGE`].
+    /// The rows as a DataFrame with every column of [`USAGE`] but `source`; its schema
+    /// checked against [`USAGE`].
     pub fn finish(self) -> PolarsResult<DataFrame> {
         let UsageColumns {
-            len,
+            len: _,
             strings,
             entry_index,
             timestamp,
@@ -159,6 +227,9 @@ impl UsageColumns {
             cache_write_1h,
             reasoning,
             cost_from_provider,
+            inherited,
+            calculated,
+            effective,
             incomplete,
         } = self;
         let mut columns: Vec<(&str, Series)> = Vec::with_capacity(USAGE.len());
@@ -174,22 +245,15 @@ impl UsageColumns {
                 .into_series(),
         ));
         columns.push(s("on_active_path", Series::new("".into(), on_active_path)));
-        columns.push(s("inherited", Series::new("".into(), vec![false; len as usize])));
-        let none: Vec<Option<&str>> = vec![None; len as usize];
-        columns.push(s("inherited_reason", Series::new("".into(), &none)));
-        columns.push(s("spawned_by", Series::new("".into(), &none)));
+        columns.push(s("inherited", Series::new("".into(), inherited)));
         columns.push(s("cache_write_1h", Series::new("".into(), cache_write_1h)));
         columns.push(s("reasoning", Series::new("".into(), reasoning)));
         for (name, values) in NUMBERS.into_iter().zip(numbers) {
             columns.push(s(name, Series::new("".into(), values)));
         }
         columns.push(s("cost_from_provider", Series::new("".into(), cost_from_provider)));
-        // Priced when the frame is built (see `crate::frame::price`).
-        let no_number: Vec<Option<f64>> = vec![None; len as usize];
-        columns.push(s("cost_calculated", Series::new("".into(), &no_number)));
-        columns.push(s("price_source", Series::new("".into(), &none)));
-        columns.push(s("billing", Series::new("".into(), &none)));
-        columns.push(s("cost_effective", Series::new("".into(), &no_number)));
+        columns.push(s("cost_calculated", Series::new("".into(), calculated)));
+        columns.push(s("cost_effective", Series::new("".into(), effective)));
         columns.push(s("incomplete", Series::new("".into(), incomplete)));
         // In the schema's order.
         let ordered = USAGE

@@ -1,10 +1,9 @@
 //! The billed calls with their time, for the reports that cut time into windows
-//! (`pisa blocks`, `pisa status`, `pisa watch`): a [`Rows`] sink lighter than the usage frame,
-//! and the calls a corpus counts, by the rule every report follows (a call another record
-//! holds, `inherited` in the usage frame, is left out), so that their sums agree with
-//! `pisa daily`.
+//! (`pisa blocks`, `pisa status`, `pisa watch`): the calls a corpus counts, by the rule every
+//! report follows (a call another record holds, `inherited` in the usage frame, is left out),
+//! so that their sums agree with `pisa daily`.
 
-use crate::corpus::{Calls, Corpus, Rows, SessionRef};
+use crate::corpus::{Calls, Corpus};
 use crate::usage::UsageRecord;
 
 /// One billed call: when, what it cost, and the model key of the reports.
@@ -28,17 +27,10 @@ impl Call {
     }
 }
 
-/// The [`Rows`] sink of [`Call`]s.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CallRows;
-
-impl Rows for CallRows {
-    type Part = Vec<Call>;
-    const WANTED: bool = true;
-
-    fn add(&self, part: &mut Vec<Call>, _: &SessionRef<'_>, calls: &[UsageRecord]) -> std::ops::Range<u32> {
-        let start = part.len() as u32;
-        part.extend(calls.iter().map(|r| Call {
+impl Call {
+    /// The call of a record.
+    pub fn of(r: &UsageRecord) -> Call {
+        Call {
             ms: crate::frame::time_of(r.timestamp.as_deref(), r.message_timestamp),
             input: r.input,
             output: r.output,
@@ -51,38 +43,30 @@ impl Rows for CallRows {
                 r.model.as_deref(),
                 r.response_model.as_deref(),
             ),
-        }));
-        start..part.len() as u32
+        }
     }
 }
 
-/// The calls of one file (a session or a transcript) that it counts: its rows in `parts`,
-/// without those `reasons` says another record holds. `reasons` is the file's own
-/// [`Calls`], or that of the same file in a larger scan when this scan saw only a few files.
-pub fn counted_of<'a>(rows: &'a Calls, reasons: &'a Calls, parts: &'a [Vec<Call>]) -> impl Iterator<Item = &'a Call> {
-    let span = rows.rows;
-    let part = parts.get(span.part as usize).map_or(&[][..], Vec::as_slice);
-    let own = part
-        .get(span.start as usize..(span.start + span.len) as usize)
-        .unwrap_or_default();
-    own.iter()
+/// The calls of `records` that `reasons` counts (in file order).
+fn counted_records<'a>(records: &'a [UsageRecord], reasons: &'a Calls) -> impl Iterator<Item = Call> + 'a {
+    records
+        .iter()
         .zip(reasons.reasons())
-        .filter_map(|(c, why)| why.is_none().then_some(c))
+        .filter(|(_, why)| why.is_none())
+        .map(|(r, _)| Call::of(r))
+}
+
+/// The calls of one file (a session or a transcript) of `corpus` that it counts.
+pub fn counted_of(corpus: &Corpus, calls: &Calls) -> std::io::Result<Vec<Call>> {
+    Ok(counted_records(&corpus.records(calls)?, calls).collect())
 }
 
 /// Every call the corpus counts, sessions then transcripts, in the usage frame's order.
-pub fn counted(corpus: &Corpus, parts: &[Vec<Call>]) -> Vec<Call> {
-    corpus
-        .sessions
-        .iter()
-        .map(|s| &s.calls)
-        .chain(
-            corpus
-                .transcripts()
-                .filter_map(|r| r.transcript.as_ref())
-                .map(|t| &t.calls),
-        )
-        .flat_map(|c| counted_of(c, c, parts))
-        .cloned()
-        .collect()
+pub fn counted(corpus: &Corpus) -> std::io::Result<Vec<Call>> {
+    let mut out = Vec::new();
+    corpus.each_file(|f| {
+        out.extend(counted_records(&f.records, f.calls));
+        Ok::<_, std::io::Error>(())
+    })?;
+    Ok(out)
 }

@@ -1,8 +1,9 @@
 //! `pisa daily|weekly|monthly|session|model|project|kind`: the usage frame grouped by
 //! one key, each billed call counted once (inherited fork copies are left out).
 //!
-//! Keys that depend on the time zone are computed here with jiff; the sums are a Polars
-//! group-by over the usage and compactions frames.
+//! Keys that depend on the time zone are computed here with jiff. The calls are read back from
+//! the corpus one file at a time and summed as they come ([`crate::frame::each_row`]): no
+//! frame is built, so memory does not grow with the corpus.
 
 use std::io::Write;
 
@@ -16,9 +17,9 @@ use serde_json::{Value, json};
 use super::{terminal_safe, tokens, usd};
 use crate::analyze::parse_iso_ms;
 use crate::corpus::{Corpus, SessionSummary};
-use crate::frame::Frames;
+use crate::frame::{UsageRow, each_row};
 use crate::js::num_json;
-use crate::pricing::{Billing, BillingFilter, CostMode};
+use crate::pricing::{Billing, BillingFilter, CostMode, Pricing};
 
 /// What the rows of a report are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,15 +212,31 @@ pub struct Report {
 /// Pi's grouping key of a billed call (`provider/(responseModel ?? model)`; tool results
 /// and summaries together, as Pi's own breakdown has them).
 pub fn model_key(source: &str, provider: Option<&str>, model: Option<&str>, response_model: Option<&str>) -> String {
-    match source {
-        "assistant" => format!(
-            "{}/{}",
-            provider.unwrap_or("?"),
-            response_model.or(model).unwrap_or("?")
-        ),
-        "usage" => format!("{}/{}", provider.unwrap_or("?"), model.unwrap_or("?")),
-        _ => "Tools/summaries".into(),
-    }
+    let mut key = String::new();
+    model_key_into(&mut key, source, provider, model, response_model);
+    key
+}
+
+/// [`model_key`] into `key` (cleared first).
+fn model_key_into(
+    key: &mut String,
+    source: &str,
+    provider: Option<&str>,
+    model: Option<&str>,
+    response_model: Option<&str>,
+) {
+    key.clear();
+    let model = match source {
+        "assistant" => response_model.or(model),
+        "usage" => model,
+        _ => {
+            key.push_str("Tools/summaries");
+            return;
+        }
+    };
+    key.push_str(provider.unwrap_or("?"));
+    key.push('/');
+    key.push_str(model.unwrap_or("?"));
 }
 
 /// The `kind` key: the source, and a usage entry's own kind.
@@ -281,19 +298,20 @@ fn contains(hay: &str, needle: Option<&str>) -> bool {
     needle.is_none_or(|n| hay.to_lowercase().contains(&n.to_lowercase()))
 }
 
-/// Build a report from the usage frame (and the corpus's compactions).
+/// Build a report from the corpus's billed calls (and its compactions), priced by `pricing`.
 ///
-/// The sums run over the frame in its row order (sessions by path, records in file order),
-/// one row after the other, so a report is the same bit for bit on every run; a parallel
-/// group-by would add costs in an order that changes from run to run.
-pub fn build(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Report> {
+/// The sums run over the calls in the usage frame's row order (sessions by path, records in
+/// file order), one after the other, so a report is the same bit for bit on every run; a
+/// parallel group-by would add costs in an order that changes from run to run.
+pub fn build(corpus: &Corpus, pricing: &Pricing, o: &Options) -> std::io::Result<Report> {
     let k = Keyer { o };
     let mut rows = Rows {
         rows: Vec::new(),
         index: hashbrown::HashMap::new(),
         breakdown: o.breakdown,
     };
-    add_usage(&mut rows, &frames.usage, &k)?;
+    let mut model = String::new();
+    each_row(corpus, pricing, o.cost, |row| add_usage(&mut rows, row, &k, &mut model))?;
     add_compactions(&mut rows, corpus, &k);
     let mut rows = rows.rows;
     if o.group == Group::Session {
@@ -328,81 +346,78 @@ struct Rows {
 }
 
 impl Rows {
-    fn add(&mut self, key: String, model: String, f: &Figures) {
+    fn add(&mut self, key: &str, model: &str, f: &Figures) {
         let rows = &mut self.rows;
-        let r = *self.index.entry(key).or_insert_with_key(|key| {
+        let r = *self.index.entry_ref(key).or_insert_with(|| {
             rows.push(Row {
-                key: key.clone(),
+                key: key.to_string(),
                 session: None,
                 figures: Figures::default(),
                 models: Vec::new(),
             });
             rows.len() - 1
         });
-        add_to(&mut rows[r], self.breakdown.then_some(&model), f);
+        add_to(&mut rows[r], self.breakdown.then_some(model), f);
     }
 }
 
-/// Every billed call the usage frame holds that no other record holds (see `inherited_reason`).
-fn add_usage(rows: &mut Rows, u: &DataFrame, k: &Keyer<'_>) -> PolarsResult<()> {
-    let text = |name: &str| -> PolarsResult<Vec<Option<&str>>> { Ok(u.column(name)?.str()?.iter().collect()) };
-    let number = |name: &str| -> PolarsResult<Vec<f64>> {
-        Ok(u.column(name)?.f64()?.iter().map(|x| x.unwrap_or(0.0)).collect())
-    };
-    let (file, project, source, kind) = (text("file")?, text("project")?, text("origin")?, text("kind")?);
-    let (provider, model, response_model) = (text("provider")?, text("model")?, text("response_model")?);
-    let times: Vec<Option<i64>> = u.column("timestamp")?.datetime()?.physical().iter().collect();
-    let inherited: Vec<bool> = u.column("inherited")?.bool()?.iter().map(|b| b == Some(true)).collect();
-    let (input, output) = (number("input")?, number("output")?);
-    let (cache_read, cache_write, cost) = (number("cache_read")?, number("cache_write")?, number("cost")?);
-    let calculated: Vec<Option<f64>> = u.column("cost_calculated")?.f64()?.iter().collect();
-    let billing = text("billing")?;
-    for i in (0..u.height()).filter(|&i| !inherited[i]) {
-        let subscription = billing[i] == Some(Billing::Subscription.name());
-        let billed = if subscription {
-            Billing::Subscription
-        } else {
-            Billing::Api
-        };
-        if !k.o.billing.keeps(billed) {
-            continue;
-        }
-        let day = k.day(times[i].map(|t| t as f64));
-        let source = source[i].unwrap_or_default();
-        let model = model_key(source, provider[i], model[i], response_model[i]);
-        let project = project[i].unwrap_or_default();
-        if !k.keep(day, project, &model) {
-            continue;
-        }
-        let key = match k.o.group {
-            g if g.is_time() => k.time_key(day),
-            Group::Session => file[i].unwrap_or_default().to_string(),
-            Group::Model => model.clone(),
-            Group::Project => project.to_string(),
-            _ => kind_key(source, kind[i]),
-        };
-        let summary = matches!(source, "compaction" | "branch_summary");
-        let tokens = input[i] + output[i] + cache_read[i] + cache_write[i];
-        let chosen = k.o.cost.choose(cost[i], tokens, calculated[i]);
-        let c = chosen.cost;
-        let f = Figures {
-            input: input[i],
-            output: output[i],
-            cache_read: cache_read[i],
-            cache_write: cache_write[i],
-            cost: c,
-            requests: 1,
-            compactions: 0,
-            summary_cost: if summary { c } else { 0.0 },
-            tool_cost: if source == "tool" { c } else { 0.0 },
-            api_cost: if subscription { 0.0 } else { c },
-            subscription_cost: if subscription { c } else { 0.0 },
-            repriced: chosen.repriced.into(),
-            unpriced: chosen.unpriced.into(),
-        };
-        rows.add(key, model, &f);
+/// A billed call, unless another record holds it (see `inherited_reason`) or the options
+/// leave it out. `model` is a buffer for its model key.
+fn add_usage(rows: &mut Rows, row: &UsageRow<'_>, k: &Keyer<'_>, model: &mut String) {
+    if row.inherited() {
+        return;
     }
-    Ok(())
+    let r = row.record;
+    let subscription = row.priced.billing == Billing::Subscription;
+    if !k.o.billing.keeps(row.priced.billing) {
+        return;
+    }
+    let day = k.day(row.timestamp.map(|t| t as f64));
+    let source = r.source.name();
+    model_key_into(
+        model,
+        source,
+        r.provider.as_deref(),
+        r.model.as_deref(),
+        r.response_model.as_deref(),
+    );
+    let project = row.file.project;
+    if !k.keep(day, project, model) {
+        return;
+    }
+    let kind;
+    let key = match k.o.group {
+        g if g.is_time() => {
+            kind = k.time_key(day);
+            kind.as_str()
+        }
+        Group::Session => row.file.rel,
+        Group::Model => model.as_str(),
+        Group::Project => project,
+        _ => {
+            kind = kind_key(source, r.kind.as_deref());
+            kind.as_str()
+        }
+    };
+    let summary = matches!(source, "compaction" | "branch_summary");
+    let chosen = row.priced.chosen;
+    let c = chosen.cost;
+    let f = Figures {
+        input: r.input,
+        output: r.output,
+        cache_read: r.cache_read,
+        cache_write: r.cache_write,
+        cost: c,
+        requests: 1,
+        compactions: 0,
+        summary_cost: if summary { c } else { 0.0 },
+        tool_cost: if source == "tool" { c } else { 0.0 },
+        api_cost: if subscription { 0.0 } else { c },
+        subscription_cost: if subscription { c } else { 0.0 },
+        repriced: chosen.repriced.into(),
+        unpriced: chosen.unpriced.into(),
+    };
+    rows.add(key, model, &f);
 }
 
 /// Every compaction, keyed as the calls are (a fork's copies left out).
@@ -430,7 +445,7 @@ fn add_compactions(rows: &mut Rows, corpus: &Corpus, k: &Keyer<'_>) {
                 compactions: 1,
                 ..Figures::default()
             };
-            rows.add(key, model, &f);
+            rows.add(&key, &model, &f);
         }
     }
 }
@@ -474,12 +489,12 @@ fn sort_rows(rows: &mut [Row], o: &Options) {
     }
 }
 
-fn add_to(row: &mut Row, model: Option<&String>, f: &Figures) {
+fn add_to(row: &mut Row, model: Option<&str>, f: &Figures) {
     row.figures.add(f);
     if let Some(m) = model {
         match row.models.iter_mut().find(|(k, _)| k == m) {
             Some((_, g)) => g.add(f),
-            None => row.models.push((m.clone(), *f)),
+            None => row.models.push((m.to_string(), *f)),
         }
     }
 }

@@ -21,12 +21,11 @@ use jiff::tz::TimeZone;
 use serde_json::{Value, json};
 
 use super::blocks::{self, Block};
-use super::calls::{Call, CallRows, counted_of};
+use super::calls::{Call, counted_of};
 use super::{tokens, usd};
 use crate::corpus::cache::Cache;
-use crate::corpus::{self, Corpus, NoRows, Quiet, SessionSummary};
+use crate::corpus::{self, Corpus, Quiet, SessionSummary};
 use crate::js::{JsVal, num_json};
-use crate::scan::FoundFile;
 
 const HOUR_MS: i64 = 3600 * 1000;
 const DAY_MS: i64 = 24 * HOUR_MS;
@@ -98,7 +97,7 @@ pub struct Compaction {
 pub fn compute(o: &Options) -> Result<Status, crate::Error> {
     let roots = with_session(&o.roots, o.session.as_deref());
     let cache = o.cache_dir.as_deref().map(Cache::open);
-    let scanned = corpus::scan(&roots, &NoRows, &Quiet, cache.as_ref());
+    let scanned = corpus::scan(&roots, &Quiet, cache.as_ref());
     let mut status = Status {
         now_ms: o.now_ms,
         ..Status::default()
@@ -110,7 +109,7 @@ pub fn compute(o: &Options) -> Result<Status, crate::Error> {
             status.warnings.push(e);
         }
     }
-    let (corpus, _) = scanned?;
+    let corpus = scanned?;
     status.sessions = corpus.sessions.len();
     let day = today(o.now_ms, &o.tz);
     status.today = day.0;
@@ -165,7 +164,7 @@ fn recent(corpus: &Corpus, o: &Options, day_start: i64) -> Result<(Vec<Call>, Op
         None,
     ];
     for since in thresholds {
-        let calls = calls_since(corpus, o.cache_dir.as_deref(), since)?;
+        let calls = calls_since(corpus, since)?;
         let mut times: Vec<i64> = calls
             .iter()
             .filter_map(|c| c.ms)
@@ -204,66 +203,30 @@ fn certain_from(times: &[i64], now_ms: i64, everything: bool) -> Option<Option<i
     Some(Some(past[gap + 1]))
 }
 
-/// The counted calls of the sessions and transcripts written since `since` (all with `None`),
-/// read with their times through a read-only view of the cache.
-fn calls_since(corpus: &Corpus, cache_dir: Option<&Path>, since: Option<i64>) -> Result<Vec<Call>, crate::Error> {
-    let recent = |path: &Path, last: Option<&str>| -> Option<FoundFile> {
-        let meta = std::fs::metadata(path).ok()?;
-        if let Some(t) = since {
-            let mtime = meta
-                .modified()
-                .ok()?
-                .duration_since(std::time::UNIX_EPOCH)
-                .ok()?
-                .as_millis() as i64;
-            let last = last.and_then(crate::analyze::parse_iso_ms).map(|ms| ms as i64);
-            if mtime < t || last.is_some_and(|l| l < t - DAY_MS) {
-                return None;
-            }
-        }
-        Some(FoundFile {
-            path: path.to_path_buf(),
-            rel: String::new(),
-            size: meta.len(),
-        })
+/// The counted calls of the sessions and transcripts written since `since` (all with `None`).
+fn calls_since(corpus: &Corpus, since: Option<i64>) -> Result<Vec<Call>, crate::Error> {
+    let recent = |path: &Path, last: Option<&str>| -> bool {
+        let Some(t) = since else { return true };
+        let mtime = std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok());
+        let Some(mtime) = mtime else { return false };
+        let last = last.and_then(crate::analyze::parse_iso_ms).map(|ms| ms as i64);
+        mtime.as_millis() as i64 >= t && last.is_none_or(|l| l >= t - DAY_MS)
     };
-    let mut files = Vec::new();
-    let mut reasons = hashbrown::HashMap::new();
-    for s in &corpus.sessions {
-        if let Some(f) = recent(&s.path, s.row.last_activity.as_deref()) {
-            files.push(FoundFile {
-                rel: s.rel.clone(),
-                ..f
-            });
-            reasons.insert(s.rel.clone(), &s.calls);
-        }
-    }
-    for r in corpus.transcripts() {
-        if let (Some(f), Some(t)) = (recent(&r.path, None), &r.transcript) {
-            files.push(FoundFile {
-                rel: r.rel().to_string(),
-                ..f
-            });
-            reasons.insert(r.rel().to_string(), &t.calls);
-        }
-    }
-    files.sort_by_key(|f| std::cmp::Reverse(f.size));
-    let cache = cache_dir.map(Cache::open_read_only);
-    let (sub, parts) = corpus::analyze_files(&files, &CallRows, &Quiet, cache.as_ref())?;
-    let own = sub.sessions.iter().map(|s| (s.rel.as_str(), &s.calls));
-    let own = own.chain(
-        sub.transcripts()
-            .filter_map(|r| Some((r.rel(), &r.transcript.as_ref()?.calls))),
-    );
+    let sessions = corpus
+        .sessions
+        .iter()
+        .filter(|s| recent(&s.path, s.row.last_activity.as_deref()))
+        .map(|s| &s.calls);
+    let transcripts = corpus
+        .transcripts()
+        .filter(|r| recent(&r.path, None))
+        .filter_map(|r| Some(&r.transcript.as_ref()?.calls));
     let mut calls = Vec::new();
-    for (rel, rows) in own {
-        // As the whole corpus decided; the file's own view if it changed in between.
-        let why = reasons
-            .get(rel)
-            .copied()
-            .filter(|c| c.count == u64::from(rows.rows.len))
-            .unwrap_or(rows);
-        calls.extend(counted_of(rows, why, &parts).cloned());
+    for c in sessions.chain(transcripts) {
+        calls.extend(counted_of(corpus, c).map_err(|cause| crate::Error::Spill { cause })?);
     }
     Ok(calls)
 }

@@ -16,7 +16,7 @@ use crate::parse::entry::{Body, ChildUsage, Entry, Message, Role, TranscriptReco
 use crate::tree::Tree;
 
 /// Where a billed usage was recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// `message.usage` of an assistant message.
@@ -63,7 +63,7 @@ pub mod missing {
 }
 
 /// One billed usage (one row of the usage frame).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageRecord {
     /// Index of the entry in `getEntries()`.

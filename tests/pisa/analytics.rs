@@ -438,6 +438,71 @@ fn python_readers_agree_with_the_export() {
     }
 }
 
+/// The usage frame written in many small batches is the frame built whole: the same rows in
+/// Parquet (one file and by month), and the same bytes in CSV and NDJSON.
+#[test]
+fn batched_exports_equal_the_whole_frame() {
+    let d = generated("23", 30);
+    let pricing = pisa::pricing::Pricing::default();
+    let mode = pisa::pricing::CostMode::Auto;
+    let (corpus, frames) = frames(d.path(), &pricing, mode);
+    assert!(frames.usage.height() > 100, "enough rows for many batches");
+    let export_with = |batch_rows: usize, format, partition| {
+        let out = tempfile::tempdir().expect("temp dir");
+        let what = pisa::export::Exported {
+            corpus: &corpus,
+            source: "test-machine",
+            pricing: &pricing,
+            mode,
+            batch_rows,
+        };
+        pisa::export::export(&what, out.path(), format, partition).expect("the export runs");
+        out
+    };
+    use pisa::export::{Format, Partition};
+    let small = export_with(7, Format::Parquet, Partition::None);
+    let back = read_parquet(&small.path().join("usage.parquet"));
+    assert!(
+        back.equals_missing(&frames.usage),
+        "usage.parquet in batches of 7 reads back as the frame"
+    );
+    let monthly = export_with(7, Format::Parquet, Partition::Month);
+    let parts: Vec<PathBuf> = walk(&monthly.path().join("usage"));
+    assert!(parts.len() >= 2, "several months: {parts:?}");
+    let rows: usize = parts.iter().map(|p| read_parquet(p).height()).sum();
+    assert_eq!(rows, frames.usage.height(), "every row in one month");
+    for format in [Format::Csv, Format::Ndjson] {
+        for partition in [Partition::None, Partition::Month] {
+            let (a, b) = (
+                export_with(7, format, partition),
+                export_with(1 << 20, format, partition),
+            );
+            for entry in walk(a.path()) {
+                let rel = entry.strip_prefix(a.path()).expect("inside");
+                let (x, y) = (
+                    std::fs::read(&entry).expect("read"),
+                    std::fs::read(b.path().join(rel)).expect("read"),
+                );
+                assert!(x == y, "{} differs between batch sizes", rel.display());
+            }
+        }
+    }
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
 #[test]
 fn sql_queries_run_over_all_four_frames() {
     let d = sample();

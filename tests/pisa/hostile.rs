@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use pisa::analyze::{FileAnalysis, analyze_bytes};
-use pisa::corpus::{self, NoRows, Quiet};
+use pisa::corpus::{self, Quiet};
 use pisa::parse::Scratch;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
@@ -244,7 +244,7 @@ fn neighbours() -> &'static Vec<(String, Vec<u8>)> {
 
 /// The `sessions --json` objects of a folder, by path, through the library (no process).
 fn scan_sessions(dir: &Path) -> std::collections::BTreeMap<String, Map<String, Value>> {
-    let (c, _) = corpus::scan(&[dir.to_path_buf()], &NoRows, &Quiet, None).expect("the scan runs");
+    let c = corpus::scan(&[dir.to_path_buf()], &Quiet, None).expect("the scan runs");
     let mut out = Vec::new();
     pisa::report::sessions_document(&mut out, &c, None).expect("render");
     let doc: Value = serde_json::from_slice(&out).expect("sessions --json is JSON");

@@ -307,9 +307,8 @@ pub fn frames(
     mode: pisa::pricing::CostMode,
 ) -> (pisa::Corpus, pisa::frame::Frames) {
     let roots = [dir.to_path_buf()];
-    let (corpus, parts) =
-        pisa::corpus::scan(&roots, &pisa::frame::UsageRows, &pisa::corpus::Quiet, None).expect("the scan runs");
-    let frames = pisa::frame::Frames::build(&corpus, parts, "test-machine", pricing, mode).expect("frames");
+    let corpus = pisa::corpus::scan(&roots, &pisa::corpus::Quiet, None).expect("the scan runs");
+    let frames = pisa::frame::Frames::build(&corpus, "test-machine", pricing, mode).expect("frames");
     (corpus, frames)
 }
 

@@ -5,10 +5,10 @@
 
 use hashbrown::HashMap;
 use jiff::civil::Date;
-use polars::prelude::*;
 
-use crate::corpus::Corpus;
-use crate::frame::Frames;
+use crate::corpus::{Corpus, Inherited};
+use crate::frame::each_row;
+use crate::pricing::Pricing;
 use crate::report::compactions;
 use crate::report::rollup::{self, Figures, Group, Options};
 
@@ -105,12 +105,12 @@ pub struct CompactionMark {
     pub after: Option<f64>,
 }
 
-/// Gather the page from a corpus scanned with usage rows and its frames.
-pub fn gather(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Page> {
+/// Gather the page from a corpus, its calls priced by `pricing`.
+pub fn gather(corpus: &Corpus, pricing: &Pricing, o: &Options) -> std::io::Result<Page> {
     let report = |group: Group, breakdown: bool| {
         rollup::build(
             corpus,
-            frames,
+            pricing,
             &Options {
                 group,
                 breakdown,
@@ -120,7 +120,7 @@ pub fn gather(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Pag
         )
     };
     let monthly = report(Group::Monthly, false)?;
-    let extras = frame_extras(&frames.usage, o)?;
+    let extras = extras(corpus, pricing, o)?;
     let sessions = report(Group::Session, false)?;
     let session_count = sessions.rows.len();
     Ok(Page {
@@ -134,7 +134,7 @@ pub fn gather(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Pag
         },
         totals: monthly.totals,
         naive: naive(corpus, o, &extras, monthly.totals.compactions),
-        time: time_series(corpus, frames, o)?,
+        time: time_series(corpus, pricing, o)?,
         projects: pairs(report(Group::Project, false)?),
         kinds: pairs(report(Group::Kind, false)?),
         sessions: costliest(sessions, &extras),
@@ -192,46 +192,36 @@ impl Extras {
 
 /// One pass over the usage frame for [`Extras`], with the report's filters. Transcripts are
 /// not session files (Pi's per-file totals never see them), so the naive sum leaves them out.
-fn frame_extras(u: &DataFrame, o: &Options) -> PolarsResult<Extras> {
-    let text = |name: &str| -> PolarsResult<Vec<Option<&str>>> { Ok(u.column(name)?.str()?.iter().collect()) };
-    let number = |name: &str| -> PolarsResult<Vec<f64>> {
-        Ok(u.column(name)?.f64()?.iter().map(|x| x.unwrap_or(0.0)).collect())
-    };
-    let (file, project, origin, reason) = (
-        text("file")?,
-        text("project")?,
-        text("origin")?,
-        text("inherited_reason")?,
-    );
-    let (provider, model, response_model) = (text("provider")?, text("model")?, text("response_model")?);
-    let times: Vec<Option<i64>> = u.column("timestamp")?.datetime()?.physical().iter().collect();
-    let (input, output) = (number("input")?, number("output")?);
-    let (cache_read, cache_write, cost) = (number("cache_read")?, number("cache_write")?, number("cost")?);
+fn extras(corpus: &Corpus, pricing: &Pricing, o: &Options) -> std::io::Result<Extras> {
     let mut x = Extras::default();
-    for i in 0..u.height() {
-        let origin = origin[i].unwrap_or_default();
-        let model = rollup::model_key(origin, provider[i], model[i], response_model[i]);
-        if origin == "transcript"
-            || !rollup::passes(o, times[i].map(|t| t as f64), project[i].unwrap_or_default(), &model)
-        {
-            continue;
+    each_row(corpus, pricing, o.cost, |row| {
+        let r = row.record;
+        let origin = r.source.name();
+        let model = rollup::model_key(
+            origin,
+            r.provider.as_deref(),
+            r.model.as_deref(),
+            r.response_model.as_deref(),
+        );
+        if origin == "transcript" || !rollup::passes(o, row.timestamp.map(|t| t as f64), row.file.project, &model) {
+            return;
         }
         let n = &mut x.naive;
-        n.input += input[i];
-        n.output += output[i];
-        n.cache_read += cache_read[i];
-        n.cache_write += cache_write[i];
-        n.cost += cost[i];
+        n.input += r.input;
+        n.output += r.output;
+        n.cache_read += r.cache_read;
+        n.cache_write += r.cache_write;
+        n.cost += r.cost_total;
         n.requests += 1;
-        if reason[i] == Some("copy") {
-            *x.copied.entry(file[i].unwrap_or_default().to_string()).or_default() += cost[i];
+        if row.reason == Some(Inherited::Copy) {
+            *x.copied.entry_ref(row.file.rel).or_default() += r.cost_total;
         }
-    }
+    })?;
     Ok(x)
 }
 
 /// Cost by model over days (weeks when the range is long), empty steps included.
-fn time_series(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<TimeSeries> {
+fn time_series(corpus: &Corpus, pricing: &Pricing, o: &Options) -> std::io::Result<TimeSeries> {
     let build = |group| {
         let o = Options {
             group,
@@ -239,7 +229,7 @@ fn time_series(corpus: &Corpus, frames: &Frames, o: &Options) -> PolarsResult<Ti
             order: None,
             ..o.clone()
         };
-        rollup::build(corpus, frames, &o)
+        rollup::build(corpus, pricing, &o)
     };
     let mut r = build(Group::Daily)?;
     let dates = |r: &rollup::Report| -> Vec<Date> { r.rows.iter().filter_map(|row| row.key.parse().ok()).collect() };
