@@ -144,6 +144,14 @@ pub fn project_of(t: &Tree, rel: &str) -> String {
 
 /// The project a file's folder names (`--Users-me-proj--` → `/Users-me-proj`), the folder name
 /// as it is when it is not one Pi encoded.
+/// Unix ms of an ISO timestamp (entry timestamps), else of a message's ms timestamp.
+pub fn time_of(iso: Option<&str>, ms: Option<f64>) -> Option<i64> {
+    iso.and_then(parse_iso_ms)
+        .or(ms)
+        .filter(|t| t.is_finite() && t.abs() < 8.64e15)
+        .map(|t| t as i64)
+}
+
 pub fn project_of_path(rel: &str) -> String {
     let folder = rel
         .rsplit_once('/')

@@ -183,7 +183,7 @@ pub struct Bulk {
     /// The spill's id (its file is `spills/<id as 16 hex digits>.bin`).
     pub spill: u64,
     pub offset: u64,
-    /// Bytes of each part (the corpus's: facts, identities, totals, records).
+    /// Bytes of each part (the corpus's: facts, identities, totals, billed calls, records).
     pub parts: [u64; crate::corpus::spill::PARTS],
     /// Hash of all its bytes.
     pub hash: u64,

@@ -12,6 +12,7 @@
 //! the next file. Its billed calls wait in the spill, read back one file at a time by whatever
 //! needs them ([`Corpus::each_file`]), so no frame holds them all unless one is asked for. Nothing here renders: reports read the corpus afterwards.
 
+pub mod billed;
 pub mod cache;
 mod cached;
 mod dedup;
@@ -119,6 +120,8 @@ pub struct Calls {
     pub identities: Span,
     /// The totals of each call.
     pub totals: Span,
+    /// What reports need of each call ([`Corpus::billed`]).
+    pub billed: Span,
     /// The calls themselves ([`Corpus::records`]).
     pub records: Span,
     pub count: u64,
@@ -290,19 +293,20 @@ impl Corpus {
     }
 }
 
-/// The billed calls of one file, as [`Corpus::each_file`] hands them out.
+/// The billed calls of one file, as [`Corpus::each_file`] and [`Corpus::each_billed`] hand
+/// them out.
 #[derive(Debug)]
-pub struct FileCalls<'a> {
+pub struct FileCalls<'a, T> {
     pub file: SessionRef<'a>,
     /// The session that spawned it as a subagent.
     pub spawned_by: Option<&'a str>,
     /// What the corpus step decided of them.
     pub calls: &'a Calls,
-    /// The calls, in file order.
-    pub records: Vec<UsageRecord>,
+    /// The calls, in file order: full records, or what reports need of them.
+    pub read: T,
 }
 
-/// Files whose calls [`Corpus::each_file`] reads back at once (in parallel).
+/// Files whose calls are read back at once (in parallel).
 const WINDOW: usize = 64;
 
 impl Corpus {
@@ -314,13 +318,34 @@ impl Corpus {
         spill::records(&self.spill.get(calls.records)?)
     }
 
-    /// Visit every file's billed calls in the usage frame's order: the sessions by path, then
-    /// the transcripts by path, each file's calls in file order. A window of files is read
-    /// back in parallel, then visited one after the other, so sums come out the same on
-    /// every run and memory holds a window, not the corpus.
+    /// What reports need of the billed calls of a file, read back from the spill.
+    pub fn billed(&self, calls: &Calls) -> std::io::Result<billed::BilledCalls> {
+        billed::BilledCalls::new(self.spill.get(calls.billed)?)
+    }
+
+    /// Visit every file's billed calls ([`Corpus::records`]) in the usage frame's order: the
+    /// sessions by path, then the transcripts by path, each file's calls in file order. A
+    /// window of files is read back in parallel, then visited one after the other, so sums
+    /// come out the same on every run and memory holds a window, not the corpus.
     pub fn each_file<E: From<std::io::Error>>(
         &self,
-        mut visit: impl FnMut(FileCalls<'_>) -> Result<(), E>,
+        visit: impl FnMut(FileCalls<'_, Vec<UsageRecord>>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.each_read(|c| self.records(c), visit)
+    }
+
+    /// [`Corpus::each_file`] with what reports need of each call ([`Corpus::billed`]).
+    pub fn each_billed<E: From<std::io::Error>>(
+        &self,
+        visit: impl FnMut(FileCalls<'_, billed::BilledCalls>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.each_read(|c| self.billed(c), visit)
+    }
+
+    fn each_read<T: Send, E: From<std::io::Error>>(
+        &self,
+        read: impl Fn(&Calls) -> std::io::Result<T> + Sync,
+        mut visit: impl FnMut(FileCalls<'_, T>) -> Result<(), E>,
     ) -> Result<(), E> {
         struct File<'a> {
             rel: &'a str,
@@ -348,9 +373,8 @@ impl Corpus {
         });
         let files: Vec<File<'_>> = sessions.chain(transcripts).collect();
         for window in files.chunks(WINDOW) {
-            let records: Vec<std::io::Result<Vec<UsageRecord>>> =
-                window.par_iter().map(|f| self.records(f.calls)).collect();
-            for (f, records) in window.iter().zip(records) {
+            let read: Vec<std::io::Result<T>> = window.par_iter().map(|f| read(f.calls)).collect();
+            for (f, read) in window.iter().zip(read) {
                 visit(FileCalls {
                     file: SessionRef {
                         rel: f.rel,
@@ -359,7 +383,7 @@ impl Corpus {
                     },
                     spawned_by: f.spawned_by,
                     calls: f.calls,
-                    records: records?,
+                    read: read?,
                 })?;
             }
         }

@@ -172,8 +172,8 @@ impl Spill {
 }
 
 /// The parts of a file's bulk, one after the other: a session's facts, then its billed calls'
-/// identities, totals and records.
-pub const PARTS: usize = 4;
+/// identities, totals, lean rows ([`super::billed`]) and full records.
+pub const PARTS: usize = 5;
 
 /// Billed calls as postcard (what reports and frames read back, one file at a time).
 pub fn encode_records(records: &[UsageRecord], out: &mut Vec<u8>) {

@@ -35,7 +35,10 @@ pub(super) struct Encoded {
     /// The totals of each call ([`spill::encode_totals`]).
     #[serde(with = "super::cache::raw_bytes")]
     pub totals: Vec<u8>,
-    /// The calls themselves ([`spill::encode_records`]): what reports and frames read.
+    /// What reports need of each call ([`super::billed::encode`]).
+    #[serde(with = "super::cache::raw_bytes")]
+    pub billed: Vec<u8>,
+    /// The calls themselves ([`spill::encode_records`]): what frames read.
     #[serde(with = "super::cache::raw_bytes")]
     pub records: Vec<u8>,
 }
@@ -70,7 +73,7 @@ pub(super) struct Written {
 
 impl Outcome {
     /// Move the file's bulk to the spill: a session's facts, then its calls' identities,
-    /// totals and records, one after the other (a transcript's calls without facts).
+    /// totals, billed calls and records, one after the other (a transcript's calls without facts).
     pub fn settle(self, spill: &Spill) -> (Settled, Option<Written>) {
         let (facts, calls, settled) = match self {
             Outcome::Rejected(r, None) => return (Settled::Rejected(r), None),
@@ -80,7 +83,7 @@ impl Outcome {
                 (facts, calls, Settled::Session(Box::new(summary)))
             }
         };
-        let all = [&facts, &calls.identities, &calls.totals, &calls.records];
+        let all = [&facts, &calls.identities, &calls.totals, &calls.billed, &calls.records];
         let parts = all.map(|p| p.len() as u64);
         let bytes = all.map(Vec::as_slice).concat();
         let span = spill.put(&bytes);
@@ -91,12 +94,13 @@ impl Outcome {
 impl Settled {
     /// The file pointing at its bulk, written at `span` in `parts`.
     pub(super) fn with_bulk(self, span: Span, parts: [u64; spill::PARTS]) -> Settled {
-        let [facts, identities, totals, records] = parts;
+        let [facts, identities, totals, billed, records] = parts;
         let part = |at: u64, len: u64| span.part(at, len).unwrap_or_default();
         let point = |calls: &mut super::Calls| {
             calls.identities = part(facts, identities);
             calls.totals = part(facts + identities, totals);
-            calls.records = part(facts + identities + totals, records);
+            calls.billed = part(facts + identities + totals, billed);
+            calls.records = part(facts + identities + totals + billed, records);
             calls.count = identities / spill::IDENTITY_BYTES as u64;
         };
         match self {
@@ -329,6 +333,7 @@ fn encode_calls(records: &[UsageRecord]) -> (Encoded, Totals) {
         records.iter().map(record_totals).inspect(|t| totals.merge(t)),
         &mut e.totals,
     );
+    super::billed::encode(records, &mut e.billed);
     spill::encode_records(records, &mut e.records);
     (e, totals)
 }

@@ -7,7 +7,7 @@
 
 use polars::prelude::*;
 
-use crate::analyze::{FileStatus, SessionFacts, parse_iso_ms};
+use crate::analyze::{FileStatus, SessionFacts};
 use crate::corpus::{Corpus, SessionSummary};
 use crate::js::JsVal;
 use crate::pricing::{CostMode, Pricing};
@@ -17,7 +17,7 @@ mod schema;
 mod usage;
 pub use price::{FileCost, Priced, Pricer, Repricing};
 pub use schema::{COMPACTIONS, Col, FILES, SESSIONS, SOURCE, Ty, USAGE, markdown};
-pub use usage::{UsageColumns, UsageRow, each_row, try_each_row};
+pub use usage::{CallRow, UsageColumns, UsageRow, each_call, each_row, try_each_row};
 
 /// The four frames of a corpus.
 #[derive(Debug, Clone)]
@@ -163,13 +163,7 @@ fn dtype(ty: Ty) -> DataType {
     }
 }
 
-/// Unix ms of an ISO timestamp (entry timestamps), else of a message's ms timestamp.
-pub fn time_of(iso: Option<&str>, ms: Option<f64>) -> Option<i64> {
-    iso.and_then(parse_iso_ms)
-        .or(ms)
-        .filter(|t| t.is_finite() && t.abs() < 8.64e15)
-        .map(|t| t as i64)
-}
+pub use crate::analyze::time_of;
 
 /// A finite number, else none (Pi's sums can be `NaN` or a string).
 fn finite(x: f64) -> Option<f64> {

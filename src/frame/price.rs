@@ -5,8 +5,8 @@
 use hashbrown::HashMap;
 
 use crate::corpus::Corpus;
+use crate::corpus::billed::Billed;
 use crate::pricing::{self, Billing, Chosen, CostMode, Pricing, Tokens};
-use crate::usage::UsageRecord;
 
 /// The pricing columns of one call.
 #[derive(Debug, Clone, Copy)]
@@ -44,8 +44,8 @@ impl<'p> Pricer<'p> {
     }
 
     /// The pricing columns of `r`.
-    pub fn price(&mut self, r: &UsageRecord) -> Priced<'p> {
-        let (provider, model) = (r.provider.as_deref(), r.model.as_deref());
+    pub fn price(&mut self, r: &Billed<'_>) -> Priced<'p> {
+        let (provider, model) = (r.provider, r.model);
         // A subagent's part names its model `provider/model` (pi-subagents), without a provider.
         let key = match (provider, model) {
             (Some(p), Some(m)) => Some((p, m)),
@@ -82,7 +82,7 @@ impl<'p> Pricer<'p> {
             calculated,
             source: found.map(|(_, from)| from),
             billing: self.pricing.billing(key.map_or("", |(p, _)| p)),
-            chosen: self.mode.choose(r.cost_total, tokens.total(), calculated),
+            chosen: self.mode.choose(r.cost, tokens.total(), calculated),
         }
     }
 }
@@ -113,7 +113,7 @@ impl Repricing {
     pub fn of(corpus: &Corpus, pricing: &Pricing, mode: CostMode) -> std::io::Result<Repricing> {
         let mut files: hashbrown::HashMap<String, FileCost> = hashbrown::HashMap::new();
         let mut total = FileCost::default();
-        super::each_row(corpus, pricing, mode, |row| {
+        super::each_call(corpus, pricing, mode, |row| {
             let c = row.priced.chosen;
             let f = files.entry_ref(row.file.rel).or_default();
             f.cost += c.cost;

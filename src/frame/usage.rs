@@ -7,33 +7,64 @@ use polars::prelude::*;
 
 use super::price::{Priced, Pricer};
 use super::schema::{SOURCE, USAGE};
+use crate::corpus::billed::Billed;
 use crate::corpus::{Corpus, Inherited, SessionRef};
 use crate::pricing::{CostMode, Pricing};
 use crate::usage::UsageRecord;
 
-/// One billed call as a row of the usage frame, without the frame.
+/// One billed call as reports see it: its file, what the corpus decided of it, and its price.
 #[derive(Debug)]
-pub struct UsageRow<'a> {
+pub struct CallRow<'a> {
     pub file: &'a SessionRef<'a>,
     /// The session that spawned the file as a subagent.
     pub spawned_by: Option<&'a str>,
-    pub record: &'a UsageRecord,
+    pub call: Billed<'a>,
     /// Why another record holds the call (`None`: the corpus counts it here).
     pub reason: Option<Inherited>,
-    /// Unix ms, UTC: the entry's time, else the message's ([`super::time_of`]).
-    pub timestamp: Option<i64>,
     pub priced: Priced<'a>,
 }
 
-impl UsageRow<'_> {
+impl CallRow<'_> {
     /// Whether another record holds the call.
     pub fn inherited(&self) -> bool {
         self.reason.is_some()
     }
 }
 
-/// Visit every billed call of `corpus` in the usage frame's order (sessions by path, then
-/// transcripts, each file's calls in file order), priced under `mode`.
+/// One billed call as a row of the usage frame, without the frame: what reports see of it,
+/// and its full record.
+#[derive(Debug)]
+pub struct UsageRow<'a> {
+    pub row: CallRow<'a>,
+    pub record: &'a UsageRecord,
+}
+
+/// Visit every billed call of `corpus` as reports see it, in the usage frame's order (sessions
+/// by path, then transcripts, each file's calls in file order), priced under `mode`. Only the
+/// lean rows of [`crate::corpus::billed`] are read.
+pub fn each_call(
+    corpus: &Corpus,
+    pricing: &Pricing,
+    mode: CostMode,
+    mut visit: impl FnMut(&CallRow<'_>),
+) -> std::io::Result<()> {
+    let mut pricer = Pricer::new(pricing, mode);
+    corpus.each_billed(|f| {
+        debug_assert_eq!(f.read.len() as u64, f.calls.count, "one row per call");
+        for (call, reason) in f.read.iter().zip(f.calls.reasons()) {
+            visit(&CallRow {
+                file: &f.file,
+                spawned_by: f.spawned_by,
+                call,
+                reason,
+                priced: pricer.price(&call),
+            });
+        }
+        Ok::<_, std::io::Error>(())
+    })
+}
+
+/// Visit every billed call of `corpus` with its full record, in [`each_call`]'s order.
 pub fn each_row(
     corpus: &Corpus,
     pricing: &Pricing,
@@ -55,15 +86,19 @@ pub fn try_each_row<E: From<std::io::Error>>(
 ) -> Result<(), E> {
     let mut pricer = Pricer::new(pricing, mode);
     corpus.each_file(|f| {
-        debug_assert_eq!(f.records.len() as u64, f.calls.count, "one record per call");
-        for (record, reason) in f.records.iter().zip(f.calls.reasons()) {
+        debug_assert_eq!(f.read.len() as u64, f.calls.count, "one record per call");
+        for (record, reason) in f.read.iter().zip(f.calls.reasons()) {
+            let call = Billed::of(record);
+            let priced = pricer.price(&call);
             visit(&UsageRow {
-                file: &f.file,
-                spawned_by: f.spawned_by,
+                row: CallRow {
+                    file: &f.file,
+                    spawned_by: f.spawned_by,
+                    call,
+                    reason,
+                    priced,
+                },
                 record,
-                reason,
-                timestamp: super::time_of(record.timestamp.as_deref(), record.message_timestamp),
-                priced: pricer.price(record),
             })?;
         }
         Ok(())
@@ -163,8 +198,9 @@ impl UsageColumns {
 
     /// Append one row (every value is computed before the first column grows, so a row is
     /// added whole).
-    pub fn push(&mut self, row: &UsageRow<'_>) {
-        let (s, r, p) = (row.file, row.record, &row.priced);
+    pub fn push(&mut self, u: &UsageRow<'_>) {
+        let (row, r) = (&u.row, u.record);
+        let (s, p) = (row.file, &row.priced);
         let strings = [
             s.session_id,
             Some(s.rel),
@@ -202,7 +238,7 @@ impl UsageColumns {
             column.push(value);
         }
         self.entry_index.push(r.entry);
-        self.timestamp.push(row.timestamp);
+        self.timestamp.push(row.call.ms);
         self.on_active_path.push(r.on_active_path);
         self.cache_write_1h.push(r.cache_write_1h);
         self.reasoning.push(r.reasoning);

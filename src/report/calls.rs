@@ -3,8 +3,8 @@
 //! report follows (a call another record holds, `inherited` in the usage frame, is left out),
 //! so that their sums agree with `pisa daily`.
 
+use crate::corpus::billed::{Billed, BilledCalls};
 use crate::corpus::{Calls, Corpus};
-use crate::usage::UsageRecord;
 
 /// One billed call: when, what it cost, and the model key of the reports.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,44 +28,39 @@ impl Call {
 }
 
 impl Call {
-    /// The call of a record.
-    pub fn of(r: &UsageRecord) -> Call {
+    /// The call of a billed call.
+    pub fn of(r: &Billed<'_>) -> Call {
         Call {
-            ms: crate::frame::time_of(r.timestamp.as_deref(), r.message_timestamp),
+            ms: r.ms,
             input: r.input,
             output: r.output,
             cache_read: r.cache_read,
             cache_write: r.cache_write,
-            cost: r.cost_total,
-            model: super::rollup::model_key(
-                r.source.name(),
-                r.provider.as_deref(),
-                r.model.as_deref(),
-                r.response_model.as_deref(),
-            ),
+            cost: r.cost,
+            model: super::rollup::model_key(r.source.name(), r.provider, r.model, r.response_model),
         }
     }
 }
 
-/// The calls of `records` that `reasons` counts (in file order).
-fn counted_records<'a>(records: &'a [UsageRecord], reasons: &'a Calls) -> impl Iterator<Item = Call> + 'a {
-    records
+/// The calls of `billed` that `reasons` counts (in file order).
+fn counted_calls<'a>(billed: &'a BilledCalls, reasons: &'a Calls) -> impl Iterator<Item = Call> + 'a {
+    billed
         .iter()
         .zip(reasons.reasons())
         .filter(|(_, why)| why.is_none())
-        .map(|(r, _)| Call::of(r))
+        .map(|(r, _)| Call::of(&r))
 }
 
 /// The calls of one file (a session or a transcript) of `corpus` that it counts.
 pub fn counted_of(corpus: &Corpus, calls: &Calls) -> std::io::Result<Vec<Call>> {
-    Ok(counted_records(&corpus.records(calls)?, calls).collect())
+    Ok(counted_calls(&corpus.billed(calls)?, calls).collect())
 }
 
 /// Every call the corpus counts, sessions then transcripts, in the usage frame's order.
 pub fn counted(corpus: &Corpus) -> std::io::Result<Vec<Call>> {
     let mut out = Vec::new();
-    corpus.each_file(|f| {
-        out.extend(counted_records(&f.records, f.calls));
+    corpus.each_billed(|f| {
+        out.extend(counted_calls(&f.read, f.calls));
         Ok::<_, std::io::Error>(())
     })?;
     Ok(out)

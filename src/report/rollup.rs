@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::{terminal_safe, tokens, usd};
 use crate::analyze::parse_iso_ms;
 use crate::corpus::{Corpus, SessionSummary};
-use crate::frame::{UsageRow, each_row};
+use crate::frame::{CallRow, each_call};
 use crate::js::num_json;
 use crate::pricing::{Billing, BillingFilter, CostMode, Pricing};
 
@@ -311,7 +311,7 @@ pub fn build(corpus: &Corpus, pricing: &Pricing, o: &Options) -> std::io::Result
         breakdown: o.breakdown,
     };
     let mut model = String::new();
-    each_row(corpus, pricing, o.cost, |row| add_usage(&mut rows, row, &k, &mut model))?;
+    each_call(corpus, pricing, o.cost, |row| add_usage(&mut rows, row, &k, &mut model))?;
     add_compactions(&mut rows, corpus, &k);
     let mut rows = rows.rows;
     if o.group == Group::Session {
@@ -363,24 +363,18 @@ impl Rows {
 
 /// A billed call, unless another record holds it (see `inherited_reason`) or the options
 /// leave it out. `model` is a buffer for its model key.
-fn add_usage(rows: &mut Rows, row: &UsageRow<'_>, k: &Keyer<'_>, model: &mut String) {
+fn add_usage(rows: &mut Rows, row: &CallRow<'_>, k: &Keyer<'_>, model: &mut String) {
     if row.inherited() {
         return;
     }
-    let r = row.record;
+    let r = &row.call;
     let subscription = row.priced.billing == Billing::Subscription;
     if !k.o.billing.keeps(row.priced.billing) {
         return;
     }
-    let day = k.day(row.timestamp.map(|t| t as f64));
+    let day = k.day(r.ms.map(|t| t as f64));
     let source = r.source.name();
-    model_key_into(
-        model,
-        source,
-        r.provider.as_deref(),
-        r.model.as_deref(),
-        r.response_model.as_deref(),
-    );
+    model_key_into(model, source, r.provider, r.model, r.response_model);
     let project = row.file.project;
     if !k.keep(day, project, model) {
         return;
@@ -395,7 +389,7 @@ fn add_usage(rows: &mut Rows, row: &UsageRow<'_>, k: &Keyer<'_>, model: &mut Str
         Group::Model => model.as_str(),
         Group::Project => project,
         _ => {
-            kind = kind_key(source, r.kind.as_deref());
+            kind = kind_key(source, r.kind);
             kind.as_str()
         }
     };

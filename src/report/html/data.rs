@@ -7,7 +7,7 @@ use hashbrown::HashMap;
 use jiff::civil::Date;
 
 use crate::corpus::{Corpus, Inherited};
-use crate::frame::each_row;
+use crate::frame::each_call;
 use crate::pricing::Pricing;
 use crate::report::compactions;
 use crate::report::rollup::{self, Figures, Group, Options};
@@ -194,16 +194,11 @@ impl Extras {
 /// not session files (Pi's per-file totals never see them), so the naive sum leaves them out.
 fn extras(corpus: &Corpus, pricing: &Pricing, o: &Options) -> std::io::Result<Extras> {
     let mut x = Extras::default();
-    each_row(corpus, pricing, o.cost, |row| {
-        let r = row.record;
+    each_call(corpus, pricing, o.cost, |row| {
+        let r = &row.call;
         let origin = r.source.name();
-        let model = rollup::model_key(
-            origin,
-            r.provider.as_deref(),
-            r.model.as_deref(),
-            r.response_model.as_deref(),
-        );
-        if origin == "transcript" || !rollup::passes(o, row.timestamp.map(|t| t as f64), row.file.project, &model) {
+        let model = rollup::model_key(origin, r.provider, r.model, r.response_model);
+        if origin == "transcript" || !rollup::passes(o, r.ms.map(|t| t as f64), row.file.project, &model) {
             return;
         }
         let n = &mut x.naive;
@@ -211,10 +206,10 @@ fn extras(corpus: &Corpus, pricing: &Pricing, o: &Options) -> std::io::Result<Ex
         n.output += r.output;
         n.cache_read += r.cache_read;
         n.cache_write += r.cache_write;
-        n.cost += r.cost_total;
+        n.cost += r.cost;
         n.requests += 1;
         if row.reason == Some(Inherited::Copy) {
-            *x.copied.entry_ref(row.file.rel).or_default() += r.cost_total;
+            *x.copied.entry_ref(row.file.rel).or_default() += r.cost;
         }
     })?;
     Ok(x)
