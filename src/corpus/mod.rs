@@ -306,8 +306,10 @@ pub struct FileCalls<'a, T> {
     pub read: T,
 }
 
-/// Files whose calls are read back at once (in parallel).
+/// Files whose calls are read back at once (in parallel), at most.
 const WINDOW: usize = 64;
+/// Bytes of spilled calls read back at once, at most (unless one file holds more).
+const WINDOW_BYTES: u64 = 4 << 20;
 
 impl Corpus {
     /// The billed calls of a file, read back from the spill.
@@ -331,7 +333,7 @@ impl Corpus {
         &self,
         visit: impl FnMut(FileCalls<'_, Vec<UsageRecord>>) -> Result<(), E>,
     ) -> Result<(), E> {
-        self.each_read(|c| self.records(c), visit)
+        self.each_read(|c| c.records.len(), |c| self.records(c), visit)
     }
 
     /// [`Corpus::each_file`] with what reports need of each call ([`Corpus::billed`]).
@@ -339,11 +341,14 @@ impl Corpus {
         &self,
         visit: impl FnMut(FileCalls<'_, billed::BilledCalls>) -> Result<(), E>,
     ) -> Result<(), E> {
-        self.each_read(|c| self.billed(c), visit)
+        self.each_read(|c| c.billed.len(), |c| self.billed(c), visit)
     }
 
+    /// Visit the files in windows of at most [`WINDOW`] files and [`WINDOW_BYTES`] bytes (as
+    /// `bytes` counts a file's), each `read` in parallel.
     fn each_read<T: Send, E: From<std::io::Error>>(
         &self,
+        bytes: impl Fn(&Calls) -> u64,
         read: impl Fn(&Calls) -> std::io::Result<T> + Sync,
         mut visit: impl FnMut(FileCalls<'_, T>) -> Result<(), E>,
     ) -> Result<(), E> {
@@ -372,7 +377,20 @@ impl Corpus {
             })
         });
         let files: Vec<File<'_>> = sessions.chain(transcripts).collect();
-        for window in files.chunks(WINDOW) {
+        let mut rest = &files[..];
+        while !rest.is_empty() {
+            let mut total = 0;
+            let n = rest
+                .iter()
+                .take(WINDOW)
+                .take_while(|f| {
+                    total += bytes(f.calls);
+                    total <= WINDOW_BYTES
+                })
+                .count()
+                .max(1);
+            let (window, next) = rest.split_at(n);
+            rest = next;
             let read: Vec<std::io::Result<T>> = window.par_iter().map(|f| read(f.calls)).collect();
             for (f, read) in window.iter().zip(read) {
                 visit(FileCalls {

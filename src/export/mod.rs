@@ -146,8 +146,8 @@ pub struct Written {
     pub files: Vec<(PathBuf, usize)>,
 }
 
-/// Rows of the usage frame written at a time (about 25 MB of columns).
-pub const BATCH_ROWS: usize = 50_000;
+/// Rows of the usage frame written at a time (a Parquet row group each).
+pub const BATCH_ROWS: usize = 25_000;
 
 /// What an export writes: a corpus's frames, costs under `mode`, `source` in the first column.
 #[derive(Debug, Clone, Copy)]
