@@ -29,6 +29,7 @@ use pisa::report;
 use pisa::report::rollup::{self, Group};
 
 fn main() -> ExitCode {
+    few_malloc_arenas();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -208,6 +209,19 @@ impl corpus::Progress for Bar {
         if let Some(b) = self.bar.get() {
             b.inc(bytes);
         }
+    }
+}
+
+/// At most two glibc malloc arenas. By default every thread that allocates may get one of its
+/// own (up to 8 per core), and each keeps what its thread freed: workers, polars' pool and the
+/// Parquet encoder made `pisa export` peak at 74 MB on a 1.5 GB corpus where its heap never
+/// held more than 31 MB. With two, 59 MB, no slower.
+fn few_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only sets an option of glibc's allocator; it is called before any other
+    // thread exists, and a value it refuses leaves the default.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
 

@@ -176,9 +176,12 @@ impl Corpus {
         }
         for &h in holders {
             let repeats = matches!(h, Holder::Session(i) if !self.sessions[i].repeats.is_empty());
+            let inherited = &mut self.calls_of(h).inherited;
             if passes > 1 || repeats {
-                self.calls_of(h).inherited.sort_unstable_by_key(|(k, _)| *k);
+                inherited.sort_unstable_by_key(|(k, _)| *k);
             }
+            // Kept until the end of the run: no room to spare (a fork's list grew pass by pass).
+            inherited.shrink_to_fit();
         }
         Ok(())
     }

@@ -453,6 +453,13 @@ pub fn analyze_files(
         spill,
         ..Default::default()
     };
+    // Exactly as many as there are: the sessions are most of what a scan keeps in memory.
+    let sessions = outcomes
+        .iter()
+        .filter(|o| matches!(o, worker::Settled::Session(_)))
+        .count();
+    corpus.sessions.reserve_exact(sessions);
+    corpus.rejected.reserve_exact(outcomes.len() - sessions);
     for o in outcomes {
         match o {
             worker::Settled::Session(s) => corpus.sessions.push(*s),

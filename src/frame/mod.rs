@@ -214,13 +214,15 @@ pub fn usage_batches(
     rows: usize,
     mut each: impl FnMut(DataFrame) -> PolarsResult<()>,
 ) -> PolarsResult<()> {
-    let mut columns = UsageColumns::default();
+    let mut columns = UsageColumns::with_capacity(rows);
     let mut sent = false;
     try_each_row(corpus, pricing, mode, |row| {
         columns.push(row);
         if columns.len() >= rows {
             sent = true;
+            // The next batch's room is taken once this one is written, not while it is.
             each(with_source(std::mem::take(&mut columns).finish()?, source)?)?;
+            columns = UsageColumns::with_capacity(rows);
         }
         Ok::<_, PolarsError>(())
     })?;

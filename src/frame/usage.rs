@@ -168,20 +168,27 @@ const NUMBERS: [&str; 10] = [
 
 impl Default for UsageColumns {
     fn default() -> Self {
+        UsageColumns::with_capacity(0)
+    }
+}
+
+impl UsageColumns {
+    /// Room for `rows` rows in each column.
+    pub fn with_capacity(rows: usize) -> UsageColumns {
         UsageColumns {
             len: 0,
-            strings: STRINGS.map(|name| StringChunkedBuilder::new(PlSmallStr::from_static(name), 0)),
-            entry_index: Vec::new(),
-            timestamp: Vec::new(),
-            on_active_path: Vec::new(),
-            numbers: Default::default(),
-            cache_write_1h: Vec::new(),
-            reasoning: Vec::new(),
-            cost_from_provider: Vec::new(),
-            inherited: Vec::new(),
-            calculated: Vec::new(),
-            effective: Vec::new(),
-            incomplete: Vec::new(),
+            strings: STRINGS.map(|name| StringChunkedBuilder::new(PlSmallStr::from_static(name), rows)),
+            entry_index: Vec::with_capacity(rows),
+            timestamp: Vec::with_capacity(rows),
+            on_active_path: Vec::with_capacity(rows),
+            numbers: std::array::from_fn(|_| Vec::with_capacity(rows)),
+            cache_write_1h: Vec::with_capacity(rows),
+            reasoning: Vec::with_capacity(rows),
+            cost_from_provider: Vec::with_capacity(rows),
+            inherited: Vec::with_capacity(rows),
+            calculated: Vec::with_capacity(rows),
+            effective: Vec::with_capacity(rows),
+            incomplete: Vec::with_capacity(rows),
         }
     }
 }
