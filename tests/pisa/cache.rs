@@ -327,7 +327,19 @@ fn bench_measures_every_stage() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["read", "map", "split", "parse", "pipeline", "cached"]);
+    assert_eq!(
+        names,
+        [
+            "read",
+            "map",
+            "split",
+            "parse-read",
+            "parse-map",
+            "pipeline-read",
+            "pipeline-map",
+            "cached"
+        ]
+    );
     let (mut files, mut bytes, mut lines) = (0u64, 0u64, 0u64);
     for e in walkdir::WalkDir::new(&d).into_iter().filter_map(Result::ok) {
         if e.path().extension().is_some_and(|x| x == "jsonl") {
