@@ -128,7 +128,11 @@ fn parse_all_mapped(files: &[FoundFile]) -> u64 {
             let Ok(h) = std::fs::File::open(&f.path) else { return 0 };
             let len = h.metadata().map_or(0, |m| m.len());
             match Mapped::new(&h, 0, len) {
-                Ok(Some(m)) => scratch.parse_bytes(m.bytes(), None).0.entries.len() as u64,
+                Ok(Some(m)) => scratch
+                    .parse_bytes(m.bytes(), None, |done| m.release(done))
+                    .0
+                    .entries
+                    .len() as u64,
                 _ => 0,
             }
         })

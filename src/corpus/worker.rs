@@ -285,7 +285,7 @@ fn parse_mapped(
     }
     let from = prefix.as_ref().map_or(0, |p| p.offset);
     let map = scan::map::Mapped::new(file, from, len - from).ok()??;
-    let (parsed, resume) = scratch.parse_bytes(map.bytes(), prefix.take());
+    let (parsed, resume) = scratch.parse_bytes(map.bytes(), prefix.take(), |done| map.release(done));
     if map.truncated() {
         let now = file.metadata().map_or(0, |m| m.len());
         return Some(Attempt::Changed(format!(

@@ -1,8 +1,9 @@
 //! Memory-mapped reads of settled files, and the SIGBUS guard that turns a file truncated under
 //! its map into a changed file instead of a crash.
 //!
-//! A settled file (not modified for [`SETTLED_AFTER`]) is mapped read-only and parsed straight
-//! from the map, without the copy from the page cache into a buffer that `read` makes. Pi only
+//! With `--read-mode auto` a settled file (not modified for [`SETTLED_AFTER`]) is mapped
+//! read-only and parsed straight from the map, without the copy from the page cache into a
+//! buffer that `read` makes (`--read-mode map`: every file). Pi only
 //! appends to a session file, which a map does not mind (the map ends at the length the file had
 //! when it was mapped), but it rewrites a file when it migrates it, and a file that becomes
 //! shorter than a map of it makes the next touch of a page past its new end raise SIGBUS.
@@ -11,8 +12,16 @@
 //! (installed once, before the first map) looks the faulting address up in that table; when it
 //! lies in one of pisa's maps, the handler maps zero pages over the rest of that map (so the
 //! faulting read, done again, reads zeros), flags the map and returns. The reader checks the flag
-//! when it is done and reports the file as changed. Any other SIGBUS goes to the handler that was
+//! when it is done and counts the file as changed while it was read: it is read once more (as a
+//! read that sees a change is), and reported `changed` when it changes again. Any other SIGBUS goes to the handler that was
 //! there before (Rust's own, which ends the process as the default action does).
+//!
+//! Files are read, not mapped, unless `--read-mode` says otherwise: on the generated 1.5 GB
+//! corpora (2 cores, in a VM) the whole pipeline took as long or 1–4 % more CPU from maps. The
+//! map saves the kernel's copy (a tenth of the CPU of a scan), but its pages come into the
+//! process by page faults and TLB fills (costly in a VM), and the parser then reads the bytes
+//! from memory where a read leaves them in the core's cache. Only counting lines is faster
+//! mapped (`pisa bench`, stages `map` and `split`). See benches/README.md for the figures.
 
 use std::fs::File;
 use std::io;
@@ -23,11 +32,11 @@ use std::time::{Duration, SystemTime};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ReadMode {
-    /// Map settled files, read the others.
+    /// Read every file (the default: mapping measured no faster, see the module's docs).
     #[default]
-    Auto,
-    /// Read every file.
     Read,
+    /// Map settled files, read the others.
+    Auto,
     /// Map every file (a file that changed while it was read is read again by mapping it too).
     Map,
 }
@@ -42,9 +51,9 @@ pub fn set_mode(mode: ReadMode) {
 /// How files are read.
 pub fn mode() -> ReadMode {
     match MODE.load(Ordering::Relaxed) {
-        1 => ReadMode::Read,
+        1 => ReadMode::Auto,
         2 => ReadMode::Map,
-        _ => ReadMode::Auto,
+        _ => ReadMode::Read,
     }
 }
 
@@ -75,14 +84,18 @@ pub fn wanted(mode: ReadMode, modified: i128, now: SystemTime, attempt: u32) -> 
 #[derive(Debug)]
 pub struct Mapped {
     slot: usize,
+    released: std::cell::Cell<usize>,
     // Dropped after `Drop::drop` took the map out of the guard's table.
     map: memmap2::Mmap,
 }
 
 impl Mapped {
-    /// Map `len` bytes of `file` from `offset`, with the pages of the page cache entered in the
-    /// map at once (`MAP_POPULATE`) and read-ahead for sequential use. `None` when there is
-    /// nothing to map or all slots of the guard are taken: read the file instead.
+    /// Map `len` bytes of `file` from `offset`, for sequential use. `None` when there is nothing
+    /// to map or all slots of the guard are taken: read the file instead.
+    ///
+    /// Not `MAP_POPULATE`: entering every page at once cost more CPU than the faults it saved
+    /// (measured on the 1.5 GB corpora, 2 cores, in a VM) and put the whole file in pisa's
+    /// resident memory at once; see benches/README.md.
     pub fn new(file: &File, offset: u64, len: u64) -> io::Result<Option<Mapped>> {
         let Ok(len) = usize::try_from(len) else {
             return Ok(None);
@@ -99,7 +112,7 @@ impl Mapped {
         // map is registered with below before any byte of it is touched, and a file whose bytes
         // change under the map is noticed afterwards by its stamp (`source::read_steady`) and
         // its parse thrown away.
-        let map = unsafe { memmap2::MmapOptions::new().offset(offset).len(len).populate().map(file) };
+        let map = unsafe { memmap2::MmapOptions::new().offset(offset).len(len).map(file) };
         let map = match map {
             Ok(m) => m,
             Err(e) => {
@@ -107,12 +120,38 @@ impl Mapped {
                 return Err(e);
             }
         };
-        // Only advice: a kernel that ignores it reads the same bytes.
+        // Only advice (read-ahead when the page cache is cold): a kernel that ignores it reads
+        // the same bytes.
         let _ = map.advise(memmap2::Advice::Sequential);
         register(slot, map.as_ptr() as usize, map.len());
-        let mapped = Mapped { slot, map };
+        let mapped = Mapped {
+            slot,
+            map,
+            released: std::cell::Cell::new(0),
+        };
         debug_truncate(file, offset);
         Ok(Some(mapped))
+    }
+
+    /// The first `done` bytes are parsed and not looked at again: take their pages out of this
+    /// process's page tables (they stay in the page cache). Every page a map touched would
+    /// otherwise count in pisa's resident memory until the map is dropped: a 60 MB file added
+    /// 60 MB to the peak.
+    pub fn release(&self, done: usize) {
+        let page = PAGE.load(Ordering::Relaxed);
+        let upto = done.min(self.map.len()) / page * page;
+        let released = self.released.get();
+        if upto > released {
+            // SAFETY: `MADV_DONTNEED` on a shared read-only file map drops page table entries
+            // only: the file's pages stay in the page cache, and a later touch maps them again
+            // with the same bytes (or the guard's zeros). No reference into the released range
+            // is used again (the parser went past it), though it would stay valid to read.
+            let _ = unsafe {
+                self.map
+                    .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, released, upto - released)
+            };
+            self.released.set(upto);
+        }
     }
 
     /// The mapped bytes (zeros from where the file was cut short, if it was).
@@ -385,6 +424,33 @@ mod tests {
         let map = Mapped::new(&file, 5_000, 12_000).unwrap().unwrap();
         assert_eq!(map.bytes(), &text[5_000..17_000]);
         assert!(Mapped::new(&file, 0, 0).unwrap().is_none());
+    }
+
+    /// The pages of parsed bytes leave pisa's resident memory: a map touched whole and released
+    /// holds none, where it held them all.
+    #[test]
+    fn released_pages_leave_resident_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let len = 4 << 20;
+        std::fs::write(&path, vec![b'x'; len]).unwrap();
+        let file = File::open(&path).unwrap();
+        let map = Mapped::new(&file, 0, len as u64).unwrap().unwrap();
+        let resident = || {
+            let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+            let start = format!("{:x}-", map.bytes().as_ptr() as usize);
+            let entry = smaps.split_once(&start).expect("the map in smaps").1;
+            let rss = entry.lines().find(|l| l.starts_with("Rss:")).unwrap();
+            rss.split_whitespace().nth(1).unwrap().parse::<usize>().unwrap()
+        };
+        assert_eq!(map.bytes().iter().filter(|&&b| b == b'x').count(), len);
+        assert_eq!(resident(), len / 1024);
+        map.release(len / 2 + 1);
+        assert_eq!(resident(), len / 2 / 1024);
+        map.release(len);
+        assert_eq!(resident(), 0);
+        // Released bytes still read the same.
+        assert_eq!(map.bytes()[len - 1], b'x');
     }
 
     /// Settled files are mapped in `auto`, on a first attempt only; `read` and `map` say it all.
