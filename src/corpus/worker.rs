@@ -249,8 +249,8 @@ pub(super) fn read(
 }
 
 /// Parse an open file, going on from `prefix`; a file that changes meanwhile is read again
-/// from its start (see [`scan::source::read_steady`]). Settled files are mapped, the others read
-/// (see [`scan::map`]).
+/// from its start (see [`scan::source::read_steady`]). Files are read, or mapped as
+/// `--read-mode` says (see [`scan::map`]).
 pub(super) fn read_open(
     f: &FoundFile,
     file: &mut std::fs::File,

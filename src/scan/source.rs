@@ -1,5 +1,5 @@
-//! Getting a file's bytes: read in pieces of whole lines into a buffer the worker reuses, or
-//! mapped (settled files, see [`super::map`]).
+//! Getting a file's bytes: read in pieces of whole lines into a buffer the worker reuses (or
+//! memory-mapped when `--read-mode` asks for it, see [`super::map`]).
 //!
 //! Pi writes these files while pisa reads them. [`open`] never blocks (a FIFO or a device
 //! can take a session file's place between discovery and open) and [`read_steady`] notices
