@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark: pisa vs. ccusage (pi session) vs. a `wc -l` floor.
+# Side-by-side benchmark: pisa (sessions, reports, export) vs. ccusage (pi session) vs. a
+# `wc -l` floor.
 #
 #   benches/compare.sh CORPUS_DIR [RUNS=3]
 #
@@ -8,6 +9,11 @@
 #   wc -l    find CORPUS -type f -name '*.jsonl' -print0 | wc -l --files0-from=-
 #   pisa     $PISA_BIN --no-cache sessions --json CORPUS         (every byte parsed)
 #   pisa-cached  $PISA_BIN --cache-dir TMP sessions --json CORPUS (cache filled before round 1)
+#   pisa-daily, pisa-monthly, pisa-model
+#            $PISA_BIN --no-cache daily|monthly|model -z UTC CORPUS   (the table)
+#   pisa-daily-cached, pisa-monthly-cached, pisa-model-cached
+#            the same with --cache-dir TMP (each run once before round 1 to fill the cache)
+#   pisa-export  $PISA_BIN --no-cache export --out TMP/export.N CORPUS  (Parquet, removed after)
 #   ccusage  ccusage pi session --json --offline --no-color --pi-path CORPUS
 #   duckdb   (only when python3 can `import duckdb`) sum of assistant message.usage
 # Runs are interleaved (round 1: wc, pisa, ccusage[, duckdb]; round 2: ...) after one
@@ -16,13 +22,13 @@
 #
 # Environment:
 #   PISA_BIN          pisa binary (default: ${CARGO_TARGET_DIR:-<repo>/target}/release/pisa, built with
-#                     `cargo build --release` when missing). Any program accepting
-#                     `sessions --json DIR` works as a stand-in.
+#                     `cargo build --release` when missing). Any program accepting the
+#                     commands above works as a stand-in.
 #   CCUSAGE_VERSION   ccusage version to install (default 20.0.24)
 #   CCUSAGE_HOME      npm prefix for ccusage (default ${XDG_CACHE_HOME:-~/.cache}/pisa-bench/ccusage-$CCUSAGE_VERSION)
 #   CCUSAGE_BIN       use this ccusage binary instead of installing one
-#   TOOLS             tools to run, space separated (default "wc pisa pisa-cached ccusage duckdb";
-#                     duckdb is skipped silently when the python package is absent)
+#   TOOLS             tools to run, space separated (default: all of the above, in that order,
+#                     ccusage and duckdb last; duckdb is skipped when the python package is absent)
 #   KEEP_OUTPUT       directory: stdout/stderr of round 1 of each tool is kept there
 #                     (default: stdout goes to /dev/null, stderr to a temp file)
 set -euo pipefail
@@ -43,11 +49,16 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 CCUSAGE_VERSION=${CCUSAGE_VERSION:-20.0.24}
 CACHE=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/pisa-bench
 CCUSAGE_HOME=${CCUSAGE_HOME:-$CACHE/ccusage-$CCUSAGE_VERSION}
-TOOLS=${TOOLS:-wc pisa pisa-cached ccusage duckdb}
+REPORTS="pisa-daily pisa-daily-cached pisa-monthly pisa-monthly-cached pisa-model pisa-model-cached"
+TOOLS=${TOOLS:-wc pisa pisa-cached $REPORTS pisa-export ccusage duckdb}
 TIME=/usr/bin/time
 
 log() { echo "compare.sh: $*" >&2; }
 want() { [[ " $TOOLS " == *" $1 "* ]]; }
+# Whether any pisa tool is wanted.
+want_pisa() { [[ " $TOOLS " == *" pisa"* ]]; }
+# Whether a tool runs through the warm cache.
+cached() { [[ $1 == pisa-cached || $1 == pisa-*-cached ]]; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pisa-bench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -89,7 +100,7 @@ if want ccusage; then
 fi
 
 # --- pisa ----------------------------------------------------------------------------
-if want pisa || want pisa-cached; then
+if want_pisa; then
     if [[ -z ${PISA_BIN:-} ]]; then
         PISA_BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/pisa
         if ! [[ -x $PISA_BIN ]]; then
@@ -139,10 +150,28 @@ fi
 
 log "warming the page cache: $FILES files, $MB MB"
 find "$CORPUS" -type f -name '*.jsonl' -print0 | xargs -0 cat >/dev/null
-if want pisa-cached; then
-    log "filling pisa's cache in $WORK/pisa-cache"
-    "$PISA_BIN" --cache-dir "$WORK/pisa-cache" sessions --json "$CORPUS" >/dev/null 2>&1 || true
-fi
+# pisa's commands behind the tool names: pisa_args TOOL ROUND prints one argument a line.
+pisa_args() {
+    local tool=$1 round=$2 cache=(--no-cache)
+    cached "$tool" && cache=(--cache-dir "$WORK/pisa-cache")
+    case $tool in
+        pisa | pisa-cached) printf '%s\n' "${cache[@]}" sessions --json "$CORPUS" ;;
+        pisa-daily* | pisa-monthly* | pisa-model*)
+            local cmd=${tool#pisa-}
+            printf '%s\n' "${cache[@]}" "${cmd%-cached}" -z UTC "$CORPUS"
+            ;;
+        pisa-export) printf '%s\n' --no-cache export --out "$WORK/export.$round" "$CORPUS" ;;
+    esac
+}
+# One pisa run through the cache per cached tool, before round 1: each command finds in the
+# cache what it needs, as on a user's second run.
+for t in $TOOLS; do
+    if cached "$t"; then
+        log "filling pisa's cache in $WORK/pisa-cache ($t)"
+        mapfile -t ARGS < <(pisa_args "$t" 0)
+        "$PISA_BIN" "${ARGS[@]}" >/dev/null 2>&1 || true
+    fi
+done
 
 # --- runs ---------------------------------------------------------------------------------
 # run TOOL ROUND: one timed run; appends "tool round wall user sys maxrss_kb" to runs.tsv
@@ -164,17 +193,22 @@ run() {
                 'find "$1" -type f -name "*.jsonl" -print0 | wc -l --files0-from=-' _ "$CORPUS" \
                 >"$out" 2>"$err" || rc=$?
             ;;
-        pisa)
+        pisa*)
             # Exit status 2 means "some files were rejected or damaged" (a generated corpus
             # has some on purpose): the run itself succeeded.
-            "$TIME" -f '%e %U %S %M' -o "$WORK/time" "$PISA_BIN" --no-cache sessions --json "$CORPUS" \
+            local args
+            mapfile -t args < <(pisa_args "$tool" "$round")
+            "$TIME" -f '%e %U %S %M' -o "$WORK/time" "$PISA_BIN" "${args[@]}" \
                 >"$out" 2>"$err" || rc=$?
             [[ $rc -eq 2 ]] && rc=0
-            ;;
-        pisa-cached)
-            "$TIME" -f '%e %U %S %M' -o "$WORK/time" "$PISA_BIN" --cache-dir "$WORK/pisa-cache" \
-                sessions --json "$CORPUS" >"$out" 2>"$err" || rc=$?
-            [[ $rc -eq 2 ]] && rc=0
+            # The export's Parquet files: kept with KEEP_OUTPUT (round 1), else removed.
+            if [[ $tool == pisa-export ]]; then
+                if [[ -n ${KEEP_OUTPUT:-} && $round -eq 1 ]]; then
+                    rm -rf "$KEEP_OUTPUT/export" && mv "$WORK/export.$round" "$KEEP_OUTPUT/export"
+                else
+                    rm -rf "$WORK/export.$round"
+                fi
+            fi
             ;;
         ccusage)
             (cd "$CC_HOME" && env -u PI_AGENT_DIR HOME="$CC_HOME" XDG_CONFIG_HOME="$CC_HOME/.config" \
@@ -230,6 +264,9 @@ label() {
         wc) echo 'wc -l' ;;
         pisa) echo "pisa (no cache)" ;;
         pisa-cached) echo "pisa (cache warm)" ;;
+        pisa-export) echo "pisa export (no cache)" ;;
+        pisa-*-cached) t=${1#pisa-}; echo "pisa ${t%-cached} (cache warm)" ;;
+        pisa-*) echo "pisa ${1#pisa-} (no cache)" ;;
         ccusage) echo "ccusage $CCUSAGE_VERSION" ;;
         duckdb) echo "duckdb ${DUCKDB_VERSION:-} (python)" ;;
     esac
@@ -241,17 +278,25 @@ echo "- corpus: $FILES files, $MB MB (10^6 bytes)${LINES:+, $LINES lines}; page 
 echo "- machine: $(nproc) CPU(s), $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || uname -m), $(uname -sr)"
 want pisa && echo "- pisa: \`$PISA_BIN --no-cache sessions --json $CORPUS\`"
 want pisa-cached && echo "- pisa (cache warm): \`$PISA_BIN --cache-dir TMP sessions --json $CORPUS\`, the cache filled before round 1"
+for t in $REPORTS; do
+    if want "$t"; then
+        echo "- pisa reports: \`$PISA_BIN --no-cache daily|monthly|model -z UTC $CORPUS\` (the table), and each with \`--cache-dir TMP\` (the cache filled by one run of each before round 1)"
+        break
+    fi
+done
+want pisa-export && echo "- pisa export: \`$PISA_BIN --no-cache export --out TMP/export.N $CORPUS\` (Parquet; the folder removed after each run)"
 want ccusage && echo "- ccusage: \`$CCUSAGE_BIN pi session --json --offline --no-color --pi-path $CORPUS\`"
 echo
-echo "| tool | median wall s | median CPU s (user+sys) | median max RSS MiB | MB/s | wall vs \`wc -l\` | wall vs ccusage |"
-echo "|---|---:|---:|---:|---:|---:|---:|"
+echo "| tool | median wall s | median CPU s (user+sys) | median max RSS MiB | MB/s | wall vs \`wc -l\` | wall vs ccusage | wall vs pisa (no cache) |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for t in "${TOOL_LIST[@]}"; do
     name=$(label "$t")
     grep -qx "$t" "$WORK/failed" 2>/dev/null && name="$name (FAILED)"
-    printf '| %s | %.3f | %.3f | %.1f | %s | %s | %s |\n' "$name" "${WALL[$t]}" "${CPU[$t]}" \
+    printf '| %s | %.3f | %.3f | %.1f | %s | %s | %s | %s |\n' "$name" "${WALL[$t]}" "${CPU[$t]}" \
         "$(awk -v k="${RSS[$t]}" 'BEGIN { print k / 1024 }')" \
         "$(awk -v b="$BYTES" -v w="${WALL[$t]}" 'BEGIN { if (w > 0) printf "%.0f", b / 1e6 / w; else print "∞" }')" \
-        "$(ratio "${WALL[$t]}" "${WALL[wc]:-}")" "$(ratio "${WALL[$t]}" "${WALL[ccusage]:-}")"
+        "$(ratio "${WALL[$t]}" "${WALL[wc]:-}")" "$(ratio "${WALL[$t]}" "${WALL[ccusage]:-}")" \
+        "$(ratio "${WALL[$t]}" "${WALL[pisa]:-}")"
 done
 echo
 echo "<details><summary>all runs (tool, round, wall s, GNU time: wall s, user s, sys s, max RSS KB)</summary>"

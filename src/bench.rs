@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use pisa::corpus::cache::Cache;
 use pisa::corpus::{Quiet, analyze_files};
 use pisa::parse::Scratch;
+use pisa::scan::map::{self, Mapped, ReadMode};
 use pisa::scan::{self, FoundFile};
 
 /// One measured stage.
@@ -92,18 +93,16 @@ fn split_all(files: &[FoundFile]) -> u64 {
         .sum()
 }
 
-/// Map every file into memory and count its lines: what pisa does not do (see
-/// `scan::source`), measured for comparison.
+/// Map every file as the pipeline maps settled ones, and count its lines.
 fn map_all(files: &[FoundFile]) -> u64 {
     files
         .par_iter()
         .map(|f| {
             let Ok(h) = std::fs::File::open(&f.path) else { return 0 };
-            // SAFETY: the benchmark corpus is not written while it is measured; a file
-            // truncated meanwhile would end the process with SIGBUS, nothing worse.
-            match unsafe { memmap2::Mmap::map(&h) } {
-                Ok(m) => memchr::memchr_iter(b'\n', &m).count() as u64,
-                Err(_) => 0,
+            let len = h.metadata().map_or(0, |m| m.len());
+            match Mapped::new(&h, 0, len) {
+                Ok(Some(m)) => memchr::memchr_iter(b'\n', m.bytes()).count() as u64,
+                _ => 0,
             }
         })
         .sum()
@@ -119,6 +118,42 @@ fn parse_all(files: &[FoundFile]) -> u64 {
                 .map_or(0, |(p, _, _)| p.entries.len() as u64)
         })
         .sum()
+}
+
+/// Map and parse every file (no tree, no projection, no accounting).
+fn parse_all_mapped(files: &[FoundFile]) -> u64 {
+    files
+        .par_iter()
+        .map_init(Scratch::default, |scratch, f| {
+            let Ok(h) = std::fs::File::open(&f.path) else { return 0 };
+            let len = h.metadata().map_or(0, |m| m.len());
+            match Mapped::new(&h, 0, len) {
+                Ok(Some(m)) => scratch
+                    .parse_bytes(m.bytes(), None, |done| m.release(done))
+                    .0
+                    .entries
+                    .len() as u64,
+                _ => 0,
+            }
+        })
+        .sum()
+}
+
+/// Time `a` and `b` `runs` times each, taking turns, so that a machine whose speed drifts
+/// meanwhile weighs on both alike.
+fn timed_pair<T, U>(runs: usize, mut a: impl FnMut() -> T, mut b: impl FnMut() -> U) -> (Vec<f64>, Vec<f64>) {
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for _ in 0..runs.max(1) {
+        ta.extend(timed(1, &mut a).0);
+        tb.extend(timed(1, &mut b).0);
+    }
+    (ta, tb)
+}
+
+/// The pipeline with files read in `mode`.
+fn pipeline(files: &[FoundFile], mode: ReadMode) {
+    map::set_mode(mode);
+    let _ = analyze_files(files, &Quiet, None);
 }
 
 /// Measure every stage on the files under `roots`, `runs` times each.
@@ -141,17 +176,21 @@ pub fn run(roots: &[PathBuf], runs: usize) -> Bench {
     let (t, _) = timed(runs, || read_all(&files));
     stages.push(stage("read", "read every byte into memory", t));
     let (t, _) = timed(runs, || map_all(&files));
-    stages.push(stage("map", "memory-map every file, count lines (not used)", t));
+    stages.push(stage("map", "memory-map every file, count lines", t));
     let (t, lines) = timed(runs, || split_all(&files));
     stages.push(stage("split", "read in pieces of whole lines, count lines", t));
-    let (t, _) = timed(runs, || parse_all(&files));
-    stages.push(stage("parse", "lines to typed entries (simd-json)", t));
-    let (t, _) = timed(runs, || analyze_files(&files, &Quiet, None));
-    stages.push(stage(
-        "pipeline",
-        "parse, tree, projection, estimate, usage, fork dedup",
-        t,
-    ));
+    let (read, mapped) = timed_pair(runs, || parse_all(&files), || parse_all_mapped(&files));
+    stages.push(stage("parse-read", "read, lines to typed entries (simd-json)", read));
+    stages.push(stage("parse-map", "map, lines to typed entries (simd-json)", mapped));
+    let mode = map::mode();
+    let (read, mapped) = timed_pair(
+        runs,
+        || pipeline(&files, ReadMode::Read),
+        || pipeline(&files, ReadMode::Map),
+    );
+    map::set_mode(mode);
+    stages.push(stage("pipeline-read", "the pipeline, every file read", read));
+    stages.push(stage("pipeline-map", "the pipeline, every file mapped", mapped));
     if let Ok(dir) = tempfile::tempdir() {
         let fill = Cache::open(dir.path());
         let _ = analyze_files(&files, &Quiet, Some(&fill));

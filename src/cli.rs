@@ -28,6 +28,18 @@ pub struct Cli {
     /// not the embedded one of pi-ai 1.6.0.
     #[arg(long, global = true, value_name = "DIR")]
     pub pricing_from: Option<PathBuf>,
+    /// How session files are read: `read` (the default, measured fastest) reads every file,
+    /// `auto` memory-maps files not modified for 5 minutes and reads the others, `map` maps
+    /// every file.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "MODE",
+        env = "PISA_READ_MODE",
+        default_value_t
+    )]
+    pub read_mode: pisa::scan::map::ReadMode,
 }
 
 /// Shells `pisa completions` writes for.

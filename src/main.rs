@@ -103,6 +103,7 @@ fn run(cli: Cli) -> ExitCode {
         pricing_from: cli.pricing_from.clone(),
         pricing: std::sync::OnceLock::new(),
     };
+    pisa::scan::map::set_mode(cli.read_mode);
     if let Some(n) = cli.threads {
         // Only fails when a pool exists already, which cannot happen this early.
         let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();

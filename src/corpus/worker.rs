@@ -9,6 +9,7 @@ use crate::analyze::{FileAnalysis, FileRecord, FileStatus, SessionAnalysis, Sess
 use crate::js;
 use crate::parse::entry::{Body, Entry, TranscriptRecord};
 use crate::parse::{ParsedFile, Prefix, ResumePoint, Scratch};
+use crate::scan::source::Attempt;
 use crate::scan::{self, FoundFile};
 use crate::usage::{Totals, UsageRecord};
 
@@ -218,18 +219,50 @@ pub(super) fn read(
 }
 
 /// Parse an open file, going on from `prefix`; a file that changes meanwhile is read again
-/// from its start (see [`scan::source::read_steady`]).
+/// from its start (see [`scan::source::read_steady`]). Files are read, or mapped as
+/// `--read-mode` says (see [`scan::map`]).
 pub(super) fn read_open(
     f: &FoundFile,
     file: &mut std::fs::File,
     mut prefix: Option<Prefix>,
     scratch: &mut Scratch,
 ) -> Result<(ParsedFile, ResumePoint, u64), crate::Error> {
-    scan::source::read_steady(&f.path, file, |file| {
+    let mode = scan::map::mode();
+    scan::source::read_steady_by(&f.path, file, |file, stamp, attempt| {
+        if scan::map::wanted(mode, stamp.modified, std::time::SystemTime::now(), attempt)
+            && let Some(mapped) = parse_mapped(file, stamp.len, &mut prefix, scratch)
+        {
+            return Ok(mapped);
+        }
         let read = scratch.read_file(file, prefix.take())?;
         let len = read.2;
-        Ok((read, len))
+        Ok(Attempt::Read((read, len)))
     })
+}
+
+/// Map the first `len` bytes of a file (from `prefix`'s end, when given) and parse them; `None`
+/// when the file cannot be mapped (it is read then).
+fn parse_mapped(
+    file: &std::fs::File,
+    len: u64,
+    prefix: &mut Option<Prefix>,
+    scratch: &mut Scratch,
+) -> Option<Attempt<(ParsedFile, ResumePoint, u64)>> {
+    let from = prefix.as_ref().map_or(0, |p| p.offset);
+    if from > len {
+        // Shorter than what was parsed before: not the file that was, parsed whole.
+        *prefix = None;
+    }
+    let from = prefix.as_ref().map_or(0, |p| p.offset);
+    let map = scan::map::Mapped::new(file, from, len - from).ok()??;
+    let (parsed, resume) = scratch.parse_bytes(map.bytes(), prefix.take(), |done| map.release(done));
+    if map.truncated() {
+        let now = file.metadata().map_or(0, |m| m.len());
+        return Some(Attempt::Changed(format!(
+            "cut short to {now} bytes under a map of {len} bytes"
+        )));
+    }
+    Some(Attempt::Read(((parsed, resume, len), len)))
 }
 
 /// A file that could not be read.

@@ -344,6 +344,48 @@ impl Scratch {
 }
 
 impl Scratch {
+    /// Parse a file whose bytes from `prefix.offset` (0 without a prefix) on are `rest`, e.g.
+    /// a map of it: what [`Scratch::read_file`] makes of the same bytes, without reading them
+    /// into a buffer first. The bytes are parsed in pieces as there (big files by every core);
+    /// `parsed(done)` is called after each piece with the bytes of `rest` parsed so far, which
+    /// are not looked at again.
+    pub fn parse_bytes(
+        &mut self,
+        rest: &[u8],
+        prefix: Option<Prefix>,
+        mut parsed: impl FnMut(usize),
+    ) -> (ParsedFile, ResumePoint) {
+        let mut parser = FileParser::new(prefix, self);
+        let whole = memchr::memrchr(b'\n', rest).map_or(0, |i| i + 1);
+        let threads = rayon::current_num_threads();
+        let parallel = whole as u64 >= PARALLEL_MIN && threads > 1;
+        let mut helpers = std::mem::take(&mut self.helpers);
+        if parallel {
+            helpers.resize_with(threads, Scratch::default);
+            for h in &mut helpers {
+                h.cut_payloads = self.cut_payloads;
+            }
+        }
+        let mut start = 0;
+        while start < whole {
+            let goal = (start + piece_bytes(threads)).min(whole);
+            let end = memchr::memchr(b'\n', &rest[goal - 1..whole]).map_or(whole, |i| goal + i);
+            if parallel {
+                parser.lines_parallel(&rest[start..end], self, &mut helpers);
+            } else {
+                parser.lines(&rest[start..end], self);
+            }
+            start = end;
+            parsed(start);
+        }
+        self.helpers = helpers;
+        let out = parser.finish(&rest[whole..], self);
+        self.trim();
+        out
+    }
+}
+
+impl Scratch {
     /// Give back what one file's longest lines made the buffers grow to. Kept, every worker's
     /// buffers (and its helpers') would each hold the longest line it ever met, and peak memory
     /// would creep up with the number of files read (measured: +4 MB from 1.5 to 3 GB with the

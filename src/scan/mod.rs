@@ -5,6 +5,7 @@
 //! and reports what it cannot read instead of failing. Files are scheduled largest first
 //! so the big ones do not finish last on one core.
 
+pub mod map;
 pub mod source;
 
 use crate::paths::{name_text, path_text};

@@ -1,16 +1,10 @@
-//! Getting a file's bytes: read in pieces of whole lines into a buffer the worker reuses.
-//!
-//! Files are read, not memory-mapped. Measured on the generated 1.5 GB corpus (`pisa bench`,
-//! stages `map` and `read`): pieces of [`CHUNK`] bytes stay in the core's cache while they
-//! are parsed, where a map makes the parser take every page from memory on first touch
-//! (a third of the parse profile). A map also raises SIGBUS when another process truncates
-//! the file under it, and Pi rewrites files when it migrates them; `read` just returns
-//! fewer bytes.
+//! Getting a file's bytes: read in pieces of whole lines into a buffer the worker reuses (or
+//! memory-mapped when `--read-mode` asks for it, see [`super::map`]).
 //!
 //! Pi writes these files while pisa reads them. [`open`] never blocks (a FIFO or a device
 //! can take a session file's place between discovery and open) and [`read_steady`] notices
-//! a file that changed while it was read, reads it again once, and gives up on it rather
-//! than mixing old and new bytes.
+//! a file that changed while it was read (or mapped), reads it again once, and gives up on it
+//! rather than mixing old and new bytes.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -160,6 +154,26 @@ pub fn read_steady<T>(
     file: &mut File,
     mut read: impl FnMut(&mut File) -> io::Result<(T, u64)>,
 ) -> Result<T, Error> {
+    read_steady_by(path, file, |file, _, _| Ok(Attempt::Read(read(file)?)))
+}
+
+/// What one attempt of [`read_steady_by`] made of a file.
+#[derive(Debug)]
+pub enum Attempt<T> {
+    /// What was made of it and the offset it was read to.
+    Read((T, u64)),
+    /// The file changed in a way the attempt saw for itself (it was cut short under a map):
+    /// what changed.
+    Changed(String),
+}
+
+/// [`read_steady`] with a `read` that is told the file's stamp (taken just before it) and the
+/// attempt (0, then 1), and can say that the file changed under it.
+pub fn read_steady_by<T>(
+    path: &Path,
+    file: &mut File,
+    mut read: impl FnMut(&mut File, &Stamp, u32) -> io::Result<Attempt<T>>,
+) -> Result<T, Error> {
     let failed = |cause| Error::Read {
         path: path.to_path_buf(),
         cause,
@@ -172,7 +186,13 @@ pub fn read_steady<T>(
         }
         let before = Stamp::of(file).map_err(failed)?;
         let ends = end_hashes(file, before.len, GROWTH_PROBE).map_err(failed)?;
-        let (made, len) = read(file).map_err(failed)?;
+        let (made, len) = match read(file, &before, attempt).map_err(failed)? {
+            Attempt::Read(read) => read,
+            Attempt::Changed(w) => {
+                what = w;
+                continue;
+            }
+        };
         let after = Stamp::of(file).map_err(failed)?;
         match before.change(len, &after) {
             None => return Ok(made),

@@ -327,7 +327,19 @@ fn bench_measures_every_stage() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["read", "map", "split", "parse", "pipeline", "cached"]);
+    assert_eq!(
+        names,
+        [
+            "read",
+            "map",
+            "split",
+            "parse-read",
+            "parse-map",
+            "pipeline-read",
+            "pipeline-map",
+            "cached"
+        ]
+    );
     let (mut files, mut bytes, mut lines) = (0u64, 0u64, 0u64);
     for e in walkdir::WalkDir::new(&d).into_iter().filter_map(Result::ok) {
         if e.path().extension().is_some_and(|x| x == "jsonl") {
@@ -344,4 +356,50 @@ fn bench_measures_every_stage() {
     for s in b["stages"].as_array().unwrap() {
         assert!(s["seconds"].as_f64().unwrap() > 0.0 && s["mbPerS"].is_number(), "{s}");
     }
+}
+
+/// Every command prints the same from maps as from reads (`--read-mode map` against `read`): on
+/// the sample, the edge, hostile and error fixtures and a file big enough to be parsed by every
+/// core, without a cache, and through a cache after appends (the appended bytes are mapped from
+/// the old end of each grown file on).
+#[test]
+fn mapped_files_print_what_read_files_print() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("datasets").join("sample"), &dir.path().join("sample"));
+    for data in ["edge", "hostile", "pi-errors"] {
+        copy_dir(&repo().join("tests").join("data").join(data), &dir.path().join(data));
+    }
+    let files = session_files(dir.path());
+    let largest = files
+        .iter()
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let bytes = std::fs::read(largest).unwrap();
+    let body = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut big = bytes.clone();
+    while big.len() < 9 << 20 {
+        big.extend_from_slice(&bytes[body..]);
+    }
+    std::fs::create_dir_all(dir.path().join("--big--")).unwrap();
+    std::fs::write(dir.path().join("--big--/big.jsonl"), &big).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let same = |cache: Option<&Path>, when: &str| {
+        for cmd in COMMANDS {
+            let args = |mode| -> Vec<&str> { ["--read-mode", mode].iter().chain(*cmd).copied().chain([d]).collect() };
+            let read = run(None, &args("read"));
+            let mapped = run(cache, &args("map"));
+            assert_eq!(read.0, mapped.0, "{when}: exit code of {cmd:?}");
+            assert!(read.1 == mapped.1, "{when}: {cmd:?} prints otherwise from maps");
+            assert_eq!(read.2, mapped.2, "{when}: stderr of {cmd:?}");
+        }
+    };
+    same(None, "no cache");
+    let cache = tempfile::tempdir().unwrap();
+    same(Some(cache.path()), "cold cache");
+    let files = session_files(dir.path());
+    for (n, f) in files.iter().step_by(3).enumerate() {
+        append(f, format!("{}\n", appended_line(f, n)).as_bytes());
+        touch_later(f, 2);
+    }
+    same(Some(cache.path()), "grown files");
 }

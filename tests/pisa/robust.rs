@@ -34,8 +34,10 @@ impl Run {
     fn json(&self) -> Value {
         serde_json::from_slice(&self.stdout).unwrap_or_else(|e| {
             panic!(
-                "pisa printed invalid JSON ({e}): {}",
-                String::from_utf8_lossy(&self.stdout)
+                "pisa printed invalid JSON ({e}), exit {}: {}\nstderr: {}",
+                self.code,
+                String::from_utf8_lossy(&self.stdout),
+                String::from_utf8_lossy(&self.stderr)
             )
         })
     }
@@ -58,6 +60,8 @@ fn pisa_within(args: &[&OsStr], env: &[(&str, &OsStr)], limit: Duration) -> Run 
         cmd.env("PISA_NO_CACHE", "1");
     }
     cmd.env_remove("PISA_DEBUG_PANIC_ON");
+    cmd.env_remove("PISA_DEBUG_TRUNCATE_MAPPED");
+    cmd.env_remove("PISA_READ_MODE");
     cmd.envs(env.iter().copied())
         .args(args)
         .stdin(Stdio::null())
@@ -341,11 +345,16 @@ fn files_changing_under_the_scan_are_read_reread_reported_or_gone() {
         let check = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             while runs < iterations && started.elapsed() < budget {
                 // Odd runs go through a cache that earlier runs filled: the resume paths too.
-                let env: Vec<(&str, &OsStr)> = if runs % 2 == 1 {
+                let mut env: Vec<(&str, &OsStr)> = if runs % 2 == 1 {
                     vec![("PISA_CACHE_DIR", cache.path().as_os_str())]
                 } else {
                     vec![]
                 };
+                // Every other pair of runs maps every file, which the writer cuts short under
+                // the maps: the SIGBUS guard's path.
+                if runs % 4 >= 2 {
+                    env.push(("PISA_READ_MODE", os("map")));
+                }
                 let before: Vec<(bool, u64)> = churn
                     .iter()
                     .map(|c| (c.present.load(Ordering::SeqCst), c.removals.load(Ordering::SeqCst)))
@@ -849,4 +858,123 @@ fn a_panic_in_a_worker_is_reported_with_its_file_and_the_scan_goes_on() {
         "{}",
         run.err()
     );
+}
+
+/// Set a file's modification time `ago` into the past.
+fn age(path: &Path, ago: Duration) {
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(std::time::SystemTime::now() - ago).unwrap();
+}
+
+/// A file cut short while pisa has it mapped (Pi migrating a settled session: the debug hook
+/// `PISA_DEBUG_TRUNCATE_MAPPED` truncates every file it names to half its length right after
+/// it is mapped) is never a crash: with every file mapped (`--read-mode map`) it is read again
+/// by mapping it, cut short again, and reported `changed`; in `auto` the second read is a plain
+/// read of the file as it is now. Every other file keeps its figures. A big file (parsed by
+/// every core from the map) and a small one are cut. Without the SIGBUS guard pisa dies of the
+/// signal here.
+#[test]
+#[cfg_attr(
+    not(debug_assertions),
+    ignore = "PISA_DEBUG_TRUNCATE_MAPPED exists in debug builds only"
+)]
+fn a_file_truncated_under_its_map_is_reported_changed_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    copy_tree(&repo().join("datasets").join("sample"), &root);
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(&root)
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    // A big session (past the size from which every core parses a file) and a small one.
+    let cut_dir = root.join("--cut--");
+    std::fs::create_dir_all(&cut_dir).unwrap();
+    let largest = files
+        .iter()
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let bytes = std::fs::read(largest).unwrap();
+    let body = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut big = bytes.clone();
+    while big.len() < 9 << 20 {
+        big.extend_from_slice(&bytes[body..]);
+    }
+    let cut = [
+        ("--cut--/big.jsonl", big),
+        ("--cut--/small.jsonl", std::fs::read(&files[0]).unwrap()),
+    ];
+    let put_back = || {
+        for (rel, text) in &cut {
+            std::fs::write(root.join(rel), text).unwrap();
+        }
+    };
+    put_back();
+    let limit = Duration::from_secs(120);
+    let args = |mode: &'static str| {
+        [
+            os("--read-mode"),
+            os(mode),
+            os("sessions"),
+            os("--json"),
+            root.as_os_str(),
+        ]
+    };
+    let baseline = pisa_within(&args("read"), &[], limit);
+    baseline.assert_no_panic_text();
+    let baseline = by_path(&baseline.json());
+    let hook = [("PISA_DEBUG_TRUNCATE_MAPPED", os("--cut--"))];
+    let others_unchanged = |seen: &std::collections::BTreeMap<String, Value>| {
+        for (rel, was) in &baseline {
+            if !rel.starts_with("--cut--") {
+                assert_eq!(own_part(&seen[rel]), own_part(was), "{rel} changed");
+            }
+        }
+    };
+
+    // Every file mapped: each cut file is cut under both maps, and reported.
+    let run = pisa_within(&args("map"), &hook, limit);
+    run.assert_no_panic_text();
+    assert_eq!(run.code, 2, "{}", run.err());
+    let seen = by_path(&run.json());
+    for (rel, text) in &cut {
+        let item = &seen[*rel];
+        assert_eq!(item["status"], "changed", "{item}");
+        // The small file's new end is on a page the map still has (read as zeros past the
+        // end, which the file's stamp tells): no SIGBUS; the big one's is pages before its end.
+        let reason = item["reason"].as_str().unwrap();
+        let fault = reason.contains("cut short to") && reason.contains("under a map of");
+        assert_eq!(fault, rel.contains("big"), "{reason}");
+        let now = std::fs::metadata(root.join(rel)).unwrap().len();
+        assert_eq!(now, text.len() as u64 / 4, "{rel}: cut twice");
+        assert!(run.err().contains(&format!("skipped {}: ", root.join(rel).display())));
+    }
+    others_unchanged(&seen);
+
+    // Settled files are mapped in `auto`: a cut file is read again, as it is now.
+    put_back();
+    for rel in baseline.keys() {
+        age(&root.join(rel), Duration::from_secs(3600));
+    }
+    let run = pisa_within(&args("auto"), &hook, limit);
+    run.assert_no_panic_text();
+    let seen = by_path(&run.json());
+    let again = pisa_within(&args("read"), &[], limit);
+    let again = by_path(&again.json());
+    for (rel, text) in &cut {
+        let now = std::fs::metadata(root.join(rel)).unwrap().len();
+        assert_eq!(now, text.len() as u64 / 2, "{rel}: mapped and cut once");
+        assert_eq!(seen[*rel], again[*rel], "{rel}: what a read of it gives");
+        assert_ne!(seen[*rel]["status"], "changed");
+    }
+    others_unchanged(&seen);
+
+    // Files written to in the last minutes are read in `auto`: nothing is mapped, nothing cut.
+    put_back();
+    let run = pisa_within(&args("auto"), &hook, limit);
+    assert_eq!(by_path(&run.json())["--cut--/big.jsonl"], baseline["--cut--/big.jsonl"]);
+    for (rel, text) in &cut {
+        assert_eq!(std::fs::metadata(root.join(rel)).unwrap().len(), text.len() as u64);
+    }
 }
