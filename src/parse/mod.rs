@@ -8,6 +8,7 @@
 pub mod cut;
 pub mod entry;
 pub mod extract;
+pub mod known;
 pub mod measure;
 pub mod repair;
 pub mod tape;
@@ -172,7 +173,9 @@ pub struct Scratch {
     /// The worker's read buffer (see [`Scratch::read_file`]).
     read: Vec<u8>,
     /// Cut payloads of image, text and thinking blocks out of lines before parsing (see
-    /// `cut::copy_cutting_payloads`).
+    /// `cut::copy_cutting_payloads`), and read tool results and user messages in Pi's form
+    /// without simd-json (see `known`). Off, every line is parsed whole by simd-json: the
+    /// reference the tests compare with.
     pub cut_payloads: bool,
     /// Scratch of the cores that help with a big file.
     helpers: Vec<Scratch>,
@@ -270,6 +273,12 @@ impl Scratch {
 
     /// Parse a line, repairing it first when simd-json rejects what `JSON.parse` accepts.
     fn parse_js_line(&mut self, bytes: &[u8], line: u32, offset: u64, stats: &mut LineStats) -> LineOutcome {
+        // Tool results and user messages in Pi's own form are read without simd-json.
+        if self.cut_payloads
+            && let Some(e) = known::message(bytes, line, offset)
+        {
+            return LineOutcome::Entry(e);
+        }
         if let Ok(outcome) = self.parse_line(bytes, line, offset, Marks::default()) {
             return outcome;
         }
