@@ -273,11 +273,30 @@ impl Scratch {
 
     /// Parse a line, repairing it first when simd-json rejects what `JSON.parse` accepts.
     fn parse_js_line(&mut self, bytes: &[u8], line: u32, offset: u64, stats: &mut LineStats) -> LineOutcome {
-        // Tool results and user messages in Pi's own form are read without simd-json.
-        if self.cut_payloads
-            && let Some(e) = known::message(bytes, line, offset)
-        {
-            return LineOutcome::Entry(e);
+        // Tool results, user and assistant messages in Pi's own form are read without a tape of
+        // the line: simd-json parses only an assistant message's usage object.
+        if self.cut_payloads {
+            let Scratch {
+                line: buf,
+                buffers,
+                tape,
+                ..
+            } = self;
+            let mut usage = |object: &[u8]| {
+                buf.clear();
+                buf.extend_from_slice(object);
+                let len = buf.len();
+                buf.resize(len + simd_json::INPUT_PADDING, b' ');
+                let mut t: Tape<'_> = tape.take().unwrap_or_else(|| Tape(Vec::new())).reset();
+                let usage = simd_json::fill_tape_padded(buf, len, buffers, &mut t)
+                    .ok()
+                    .and_then(|()| extract::usage_of(Val::root(&t), Marks::default()));
+                *tape = Some(t.reset());
+                usage
+            };
+            if let Some(e) = known::message(bytes, line, offset, &mut usage) {
+                return LineOutcome::Entry(e);
+            }
         }
         if let Ok(outcome) = self.parse_line(bytes, line, offset, Marks::default()) {
             return outcome;
