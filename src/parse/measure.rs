@@ -4,7 +4,7 @@
 //! Text and thinking blocks are about half of the bytes of a realistic session, and pisa only
 //! needs their lengths. simd-json would find their structure (stage 1), copy and unescape them
 //! (a backslash every 22 bytes in real sessions: one branch per escape) and pisa would count
-//! the result again. Here each 64-byte block gives bit masks (AVX2 or AVX-512 compares), escapes are
+//! the result again. Here each 64-byte block gives bit masks (AVX2 compares), escapes are
 //! found without a branch per escape by simdjson's odd-backslash-sequence method (Langdale
 //! and Lemire, "Parsing Gigabytes of JSON per Second", 2019), and the counts are popcounts:
 //! about 2.7 GB/s on real payloads against 1.2 GB/s for simd-json's parse of the same strings.
@@ -26,15 +26,9 @@ pub struct Lengths {
 /// otherwise, or when this machine cannot measure it fast.
 pub fn json_string(payload: &[u8]) -> Option<(usize, Lengths)> {
     #[cfg(target_arch = "x86_64")]
-    {
-        if avx512::available() {
-            // SAFETY: this CPU has the features `avx512::json_string` is compiled for.
-            return unsafe { avx512::json_string(payload) };
-        }
-        if avx2::available() {
-            // SAFETY: this CPU has the features `avx2::json_string` is compiled for.
-            return unsafe { avx2::json_string(payload) };
-        }
+    if avx2::available() {
+        // SAFETY: this CPU has the features `avx2::json_string` is compiled for.
+        return unsafe { avx2::json_string(payload) };
     }
     let _ = payload;
     None
@@ -122,60 +116,6 @@ mod avx2 {
             m.escapable |= bits(_mm256_or_si256(escapable, short));
         }
         m
-    }
-}
-
-/// The same masks with AVX-512 compares, each a single instruction giving all 64 bits, where
-/// AVX2 takes two compares, two moves and a shift: cutting the payloads out of the lines of a
-/// 400 MB generated corpus took 10 % less time than with AVX2 (0.100 s against 0.112 s, one core,
-/// lines in the cache).
-#[cfg(target_arch = "x86_64")]
-mod avx512 {
-    use std::arch::x86_64::{
-        _mm512_and_si512, _mm512_cmpeq_epi8_mask, _mm512_cmpge_epu8_mask, _mm512_cmplt_epu8_mask, _mm512_loadu_si512,
-        _mm512_movepi8_mask, _mm512_set1_epi8,
-    };
-
-    use super::{Lengths, Masks, measure};
-
-    /// Whether this CPU has AVX-512 (F and BW), POPCNT and BMI1.
-    pub fn available() -> bool {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-            && std::arch::is_x86_feature_detected!("popcnt")
-            && std::arch::is_x86_feature_detected!("bmi1")
-    }
-
-    /// [`super::json_string`] with AVX-512 masks.
-    ///
-    /// # Safety
-    ///
-    /// The CPU must have AVX-512 F and BW, POPCNT and BMI1 ([`available`]).
-    #[target_feature(enable = "avx512f,avx512bw,popcnt,bmi1")]
-    pub unsafe fn json_string(payload: &[u8]) -> Option<(usize, Lengths)> {
-        measure(payload, |block| masks(block))
-    }
-
-    /// The masks of one 64-byte block.
-    #[target_feature(enable = "avx512f,avx512bw")]
-    #[inline]
-    fn masks(block: &[u8; 64]) -> Masks {
-        // SAFETY: the 64 bytes read are `block`.
-        let v = unsafe { _mm512_loadu_si512(block.as_ptr().cast()) };
-        let set = |b: u8| _mm512_set1_epi8(b as i8);
-        let eq = |b: u8| _mm512_cmpeq_epi8_mask(v, set(b));
-        let (u, slash, quote, backslash) = (eq(b'u'), eq(b'/'), eq(b'"'), eq(b'\\'));
-        Masks {
-            backslash,
-            quote,
-            control: _mm512_cmplt_epu8_mask(v, set(0x20)),
-            continuation: _mm512_cmpeq_epi8_mask(_mm512_and_si512(v, set(0xC0)), set(0x80)),
-            four: _mm512_cmpge_epu8_mask(v, set(0xF0)),
-            high: _mm512_movepi8_mask(v),
-            u,
-            slash,
-            escapable: u | slash | quote | backslash | eq(b'b') | eq(b'f') | eq(b'n') | eq(b'r') | eq(b't'),
-        }
     }
 }
 
@@ -656,8 +596,7 @@ mod tests {
         blocks_measure_as_a_scalar_walk(|p| measure(p, portable_masks));
     }
 
-    /// The same with this machine's AVX2 masks, and with its AVX-512 masks where it has them
-    /// (what `json_string` then uses).
+    /// The same with this machine's AVX2 masks.
     #[test]
     #[cfg_attr(
         not(pisa_avx2),
@@ -665,13 +604,6 @@ mod tests {
     )]
     fn avx2_blocks_measure_as_a_scalar_walk() {
         assert!(available(), "the build script saw AVX2, POPCNT and BMI1");
-        assert!(avx2::available());
-        // SAFETY: this CPU has AVX2, POPCNT and BMI1 (asserted above).
-        blocks_measure_as_a_scalar_walk(|p| unsafe { avx2::json_string(p) });
-        if avx512::available() {
-            // SAFETY: this CPU has AVX-512 F and BW, POPCNT and BMI1.
-            blocks_measure_as_a_scalar_walk(|p| unsafe { avx512::json_string(p) });
-        }
         blocks_measure_as_a_scalar_walk(json_string);
     }
 
