@@ -28,7 +28,7 @@ import multiprocessing
 from collections import Counter, deque
 
 GENERATOR = "pisa-datasets/generate.py"
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 5
 HOME = "/Users/mira"
 SESSIONS_ROOT = HOME + "/.pi/agent/sessions"  # what parentSession paths point into
 
@@ -634,7 +634,10 @@ class Profile:
         self.ce_off_path = 0.15 if small else 0.1
         self.ce_compacted = 0.15 if small else 0.1
         self.tool_usage = 0.5 if small else 0.3  # web_search/subagent results with usage
-        self.steps_mean = 2.0 if small else 4.0
+        self.steps_mean = 2.0 if small else 4.4
+        # a user message with a pasted log; an assistant message with a second and a third tool call
+        self.paste = 0.04 if small else 0.12
+        self.call2, self.call3 = (0.25, 0.1) if small else (0.3, 0.15)
         self.abort = 0.04 if small else 0.015
         self.error = 0.04 if small else 0.01
         self.length = 0.03 if small else 0.005
@@ -645,14 +648,14 @@ class Profile:
                        "read": (500, 1.0, 6000), "bash": (250, 1.0, 4000), "summary": (400, 0.6, 2000), "image": (3000, 0.8, 24000),
                        "section": (200, 0.6, 800), "custom": (150, 0.8, 1200)}
         else:
-            self.sz = {"user": (160, 1.1, 30000), "text": (200, 0.9, 8000), "final": (900, 0.8, 20000), "think": (450, 1.0, 16000),
-                       "read": (2600, 1.2, 400000), "bash": (600, 1.5, 300000), "summary": (1800, 0.5, 12000),
+            self.sz = {"user": (700, 1.1, 30000), "text": (170, 0.9, 8000), "final": (900, 0.8, 20000), "think": (350, 1.0, 16000),
+                       "read": (2900, 1.2, 400000), "bash": (700, 1.5, 300000), "summary": (1800, 0.5, 12000),
                        "image": (60000, 1.0, 400000), "section": (1800, 0.8, 12000), "custom": (300, 1.0, 8000)}
 
     def session_target(self, rng):
         if self.small:
             return int(min(100_000, max(2_500, rng.lognormvariate(math.log(14_000), 0.9))))
-        return int(min(60_000_000, max(6_000, rng.lognormvariate(math.log(300_000), 1.75))))
+        return int(min(57_000_000, max(6_000, rng.lognormvariate(math.log(330_000), 1.75))))
 
 
 # --------------------------------------------------------------------------------------------
@@ -919,7 +922,7 @@ class Session:
     def user_text(self):
         rng = self.rng
         n = self.n("user")
-        if rng.random() < 0.04:
+        if rng.random() < self.P.paste:
             n += self.n("bash", self.mult)  # pasted log
             return txt_cat(self.pools.text_t(rng, n // 3), "\n\n```\n", self.pools.log_t(rng, n), "```\n", self.pools.text_t(rng, 60))
         if rng.random() < 0.02:
@@ -1223,7 +1226,7 @@ class Session:
             out_chars += t.n
         calls = []
         if not final:
-            for _ in range(1 + (rng.random() < 0.25) + (rng.random() < 0.1)):
+            for _ in range(1 + (rng.random() < P.call2) + (rng.random() < P.call3)):
                 c = self.make_tool_call(tools)
                 calls.append(c)
                 blocks.append(c)

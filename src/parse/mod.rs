@@ -8,6 +8,7 @@
 pub mod cut;
 pub mod entry;
 pub mod extract;
+pub mod known;
 pub mod measure;
 pub mod repair;
 pub mod tape;
@@ -172,7 +173,9 @@ pub struct Scratch {
     /// The worker's read buffer (see [`Scratch::read_file`]).
     read: Vec<u8>,
     /// Cut payloads of image, text and thinking blocks out of lines before parsing (see
-    /// `cut::copy_cutting_payloads`).
+    /// `cut::copy_cutting_payloads`), and read tool results and user messages in Pi's form
+    /// without simd-json (see `known`). Off, every line is parsed whole by simd-json: the
+    /// reference the tests compare with.
     pub cut_payloads: bool,
     /// Scratch of the cores that help with a big file.
     helpers: Vec<Scratch>,
@@ -270,6 +273,31 @@ impl Scratch {
 
     /// Parse a line, repairing it first when simd-json rejects what `JSON.parse` accepts.
     fn parse_js_line(&mut self, bytes: &[u8], line: u32, offset: u64, stats: &mut LineStats) -> LineOutcome {
+        // Tool results, user and assistant messages in Pi's own form are read without a tape of
+        // the line: simd-json parses only an assistant message's usage object.
+        if self.cut_payloads {
+            let Scratch {
+                line: buf,
+                buffers,
+                tape,
+                ..
+            } = self;
+            let mut usage = |object: &[u8]| {
+                buf.clear();
+                buf.extend_from_slice(object);
+                let len = buf.len();
+                buf.resize(len + simd_json::INPUT_PADDING, b' ');
+                let mut t: Tape<'_> = tape.take().unwrap_or_else(|| Tape(Vec::new())).reset();
+                let usage = simd_json::fill_tape_padded(buf, len, buffers, &mut t)
+                    .ok()
+                    .and_then(|()| extract::usage_of(Val::root(&t), Marks::default()));
+                *tape = Some(t.reset());
+                usage
+            };
+            if let Some(e) = known::message(bytes, line, offset, &mut usage) {
+                return LineOutcome::Entry(e);
+            }
+        }
         if let Ok(outcome) = self.parse_line(bytes, line, offset, Marks::default()) {
             return outcome;
         }

@@ -1,0 +1,683 @@
+//! Lines of a shape Pi always writes, read straight from their bytes, without a simd-json tape.
+//!
+//! Tool results, user and assistant messages are nearly all of a session's lines and bytes, and
+//! Pi writes them in one fixed form (`JSON.stringify` of objects built in one order):
+//!
+//! ```text
+//! {"type":"message",["id":"…","parentId":"…"|null,]"timestamp":"…","message":{"role":"toolResult",
+//!  "toolCallId":"…","toolName":"…","content":[…][,"details":{…}],"isError":true|false[,"durationMs":N],"timestamp":N}}
+//! {"type":"message",[…]"message":{"role":"user","content":"…"|[…],"timestamp":N}}
+//! {"type":"message",[…]"message":{"role":"assistant","content":[…],"api":"…","provider":"…","model":"…",
+//!  "usage":{…},"stopReason":"…","timestamp":N[,"responseId":"…"][,"responseModel":"…"][,"thinkingLevel":"…"][,"errorMessage":"…"]}}
+//! ```
+//!
+//! with content blocks `{"type":"text","text":"…"[,"textSignature":"…"]}`,
+//! `{"type":"thinking","thinking":"…"[,"thinkingSignature":"…"][,"redacted":B]}`,
+//! `{"type":"toolCall","id":"…","name":"…","arguments":{…}}` and
+//! `{"type":"image","data":"…","mimeType":"…"}`. Of such a line pisa keeps the ids, the
+//! timestamps, the model and the usage, and the lengths of the texts: [`message`] reads them in
+//! one pass, measuring each text where it finds it (`measure`), where the general path copies the
+//! line, cuts its payloads and has simd-json build a tape of the rest. Only an assistant message's
+//! usage object (numbers, read as simd-json reads them) goes through simd-json.
+//!
+//! Exact by construction: [`message`] takes a line only when every byte of it matches the form
+//! above, so that the line is valid JSON, parses to exactly these keys (none repeated) and
+//! `extract` would read from it exactly what is read here; anything else (an escape in an id or a
+//! model name, a number not written as a plain integer, a tool result's `usage`, another block
+//! type, a space, a `\r`, a lone surrogate) returns `None`, and the line takes the general path.
+//! The tests compare both paths on lines varied at every place.
+
+use super::entry::{Body, ContentChars, Entry, EntryType, Message, Role, Usage};
+use super::measure;
+use crate::js::Key;
+
+/// The entry of a tool-result, user or assistant line written in Pi's form (see the module), or
+/// `None` for any other line. `usage` reads an assistant message's usage object (given as its
+/// bytes, valid JSON) as `extract::usage_of` reads it; `None` sends the line the general way.
+pub fn message(line: &[u8], line_no: u32, offset: u64, usage: &mut dyn FnMut(&[u8]) -> Option<Usage>) -> Option<Entry> {
+    let mut l = Cursor { b: line, at: 0 };
+    l.lit(br#"{"type":"message","#)?;
+    let (mut id, mut parent) = (Key::Undefined, Key::Undefined);
+    if l.lit(br#""id":""#).is_some() {
+        id = Key::Str(l.plain()?.into());
+        l.lit(br#","parentId":"#)?;
+        parent = if l.lit(b"null").is_some() {
+            Key::Null
+        } else {
+            l.lit(b"\"")?;
+            Key::Str(l.plain()?.into())
+        };
+        l.lit(b",")?;
+    }
+    l.lit(br#""timestamp":""#)?;
+    let timestamp = l.plain()?;
+    l.lit(br#","message":{"role":""#)?;
+    let mut m = Message {
+        has_content_key: true,
+        ..Message::default()
+    };
+    if l.lit(br#"toolResult","toolCallId":""#).is_some() {
+        l.measured()?;
+        l.lit(br#","toolName":""#)?;
+        l.measured()?;
+        l.lit(br#","content":"#)?;
+        m.role = Role::ToolResult;
+    } else if l.lit(br#"user","content":"#).is_some() {
+        m.role = Role::User;
+    } else {
+        l.lit(br#"assistant","content":"#)?;
+        m.role = Role::Assistant;
+    }
+    (m.content, m.tool_calls) = l.content()?;
+    match m.role {
+        Role::ToolResult => {
+            if l.lit(br#","details":"#).is_some() {
+                l.details()?;
+            }
+            l.lit(br#","isError":"#)?;
+            l.lit(b"true").or_else(|| l.lit(b"false"))?;
+            if l.lit(br#","durationMs":"#).is_some() {
+                l.integer()?;
+            }
+            l.lit(br#","timestamp":"#)?;
+            m.timestamp_ms = Some(l.integer()?);
+        }
+        Role::User => {
+            l.lit(br#","timestamp":"#)?;
+            m.timestamp_ms = Some(l.integer()?);
+        }
+        _ => {
+            let string = |s: &str| Some(serde_json::Value::String(s.into()));
+            l.lit(br#","api":""#)?;
+            m.api = Some(l.plain()?.into());
+            l.lit(br#","provider":""#)?;
+            m.provider = string(l.plain()?);
+            l.lit(br#","model":""#)?;
+            m.model = string(l.plain()?);
+            l.lit(br#","usage":"#)?;
+            let n = object_end(l.rest())?;
+            m.usage = Some(usage(&l.rest()[..n])?);
+            l.at += n;
+            (m.has_usage_key, m.usage_truthy) = (true, true);
+            l.lit(br#","stopReason":""#)?;
+            m.stop_reason = string(l.plain()?);
+            l.lit(br#","timestamp":"#)?;
+            m.timestamp_ms = Some(l.integer()?);
+            if l.lit(br#","responseId":""#).is_some() {
+                m.response_id = Some(l.plain()?.into());
+            }
+            if l.lit(br#","responseModel":""#).is_some() {
+                m.response_model = string(l.plain()?);
+            }
+            if l.lit(br#","thinkingLevel":""#).is_some() {
+                m.thinking_level = Some(l.plain()?.into());
+            }
+            if l.lit(br#","errorMessage":""#).is_some() {
+                l.measured()?;
+            }
+        }
+    }
+    l.lit(b"}}")?;
+    if l.at != line.len() {
+        return None;
+    }
+    Some(Entry {
+        line: line_no,
+        offset,
+        ty: EntryType::Message,
+        id,
+        parent,
+        timestamp: Some(timestamp.into()),
+        body: Body::Message(Box::new(m)),
+    })
+}
+
+/// The length of the object at the start of `bytes` if it is one whose strings hold no escape:
+/// up to the brace that closes it (braces in strings skipped). Whether the object is valid JSON is
+/// left to the reader of the bytes: if it is, these are all its bytes (a valid object ends where
+/// its braces balance), and a prefix ending inside a string is never valid.
+fn object_end(bytes: &[u8]) -> Option<usize> {
+    if bytes.first() != Some(&b'{') {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut i = 0;
+    loop {
+        match *bytes.get(i)? {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            b'"' => {
+                let n = memchr::memchr2(b'"', b'\\', &bytes[i + 1..])?;
+                if bytes[i + 1 + n] != b'"' {
+                    return None;
+                }
+                i += n + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+/// A position in a line, moved on by what is read.
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn rest(&self) -> &'a [u8] {
+        &self.b[self.at..]
+    }
+
+    /// The bytes `s`, taken if they come next.
+    fn lit(&mut self, s: &[u8]) -> Option<()> {
+        self.rest().starts_with(s).then(|| self.at += s.len())
+    }
+
+    /// The rest of a string whose opening quote was read, if it holds no escape, no control
+    /// character and only UTF-8: its text, which is what `JSON.parse` makes of it. The closing
+    /// quote is read too.
+    fn plain(&mut self) -> Option<&'a str> {
+        let rest = self.rest();
+        let n = memchr::memchr2(b'"', b'\\', rest)?;
+        let text = &rest[..n];
+        if rest[n] != b'"' || text.iter().any(|&c| c < 0x20) {
+            return None;
+        }
+        let text = std::str::from_utf8(text).ok()?;
+        self.at += n + 1;
+        Some(text)
+    }
+
+    /// The rest of a string whose opening quote was read, if `measure` takes it (valid as it is
+    /// for `JSON.parse` and simd-json alike): its length in UTF-16 units. The closing quote is
+    /// read too.
+    fn measured(&mut self) -> Option<u64> {
+        let (n, lengths) = measure::json_string(self.rest())?;
+        self.at += n + 1;
+        Some(lengths.units)
+    }
+
+    /// A non-negative integer of at most 15 digits, written as `JSON.stringify` writes it: its
+    /// value (exact as a double, as simd-json's and `JSON.parse`'s). What follows must not be a
+    /// part of a number; the literal the caller reads next makes sure of that.
+    fn integer(&mut self) -> Option<f64> {
+        let rest = self.rest();
+        let digits = rest.iter().take(16).take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 || digits > 15 || (digits > 1 && rest[0] == b'0') {
+            return None;
+        }
+        let value = rest[..digits].iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
+        self.at += digits;
+        Some(value as f64)
+    }
+
+    /// A message's content: a string or an array of text, image, thinking and tool-call blocks
+    /// as Pi writes them, reduced as `extract::content_chars` reduces it; and its tool calls.
+    fn content(&mut self) -> Option<(ContentChars, u32)> {
+        if self.lit(b"\"").is_some() {
+            let n = self.measured()?;
+            let chars = ContentChars {
+                as_content: Some(n as f64),
+                as_assistant: Some(0.0),
+                text_len: Some(n),
+                nullish: false,
+                is_string: true,
+            };
+            return Some((chars, 0));
+        }
+        self.lit(b"[")?;
+        let (mut content, mut assistant, mut text, mut texts, mut calls) = (0.0, 0.0, 0u64, 0u64, 0u32);
+        if self.lit(b"]").is_none() {
+            loop {
+                if self.lit(br#"{"type":"text","text":""#).is_some() {
+                    let n = self.measured()?;
+                    if self.lit(br#","textSignature":""#).is_some() {
+                        self.measured()?;
+                    }
+                    // `block.text &&` guards the content count: an empty text adds nothing, as 0 does.
+                    content += n as f64;
+                    assistant += n as f64;
+                    text += n;
+                    texts += 1;
+                } else if self.lit(br#"{"type":"thinking","thinking":""#).is_some() {
+                    assistant += self.measured()? as f64;
+                    if self.lit(br#","thinkingSignature":""#).is_some() {
+                        self.measured()?;
+                    }
+                    if self.lit(br#","redacted":"#).is_some() {
+                        self.lit(b"true").or_else(|| self.lit(b"false"))?;
+                    }
+                } else if self.lit(br#"{"type":"toolCall","id":""#).is_some() {
+                    self.measured()?;
+                    self.lit(br#","name":""#)?;
+                    let name = self.measured()?;
+                    self.lit(br#","arguments":"#)?;
+                    let (n, arguments) = measure::json_object(self.rest())?;
+                    self.at += n;
+                    // In this order: `chars += name.length + JSON.stringify(arguments).length`.
+                    assistant += name as f64;
+                    assistant += arguments as f64;
+                    calls += 1;
+                } else {
+                    self.lit(br#"{"type":"image","data":""#)?;
+                    self.measured()?;
+                    self.lit(br#","mimeType":""#)?;
+                    self.measured()?;
+                    content += 4800.0;
+                }
+                self.lit(b"}")?;
+                if self.lit(b"]").is_some() {
+                    break;
+                }
+                self.lit(b",")?;
+            }
+        }
+        let chars = ContentChars {
+            as_content: Some(content),
+            as_assistant: Some(assistant),
+            text_len: Some(text + texts.saturating_sub(1)),
+            nullish: false,
+            is_string: false,
+        };
+        Some((chars, calls))
+    }
+
+    /// A tool result's `details` that holds no subagent usage: an object `measure::json_object`
+    /// takes (valid JSON, no key repeated or escaped), none of whose keys (at any depth) is one
+    /// `extract` reads children from.
+    fn details(&mut self) -> Option<()> {
+        let (n, _) = measure::json_object(self.rest())?;
+        let object = &self.rest()[..n];
+        let names = [&br#""runId":"#[..], br#""results":"#, br#""completions":"#];
+        if names.iter().any(|name| memchr::memmem::find(object, name).is_some()) {
+            return None;
+        }
+        self.at += n;
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ParsedFile, Scratch, parse_file};
+
+    const H: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}"#;
+
+    /// A file parsed with the fast paths (known lines, cut payloads) and whole by simd-json.
+    fn parse_both(text: &[u8]) -> (ParsedFile, ParsedFile) {
+        let mut whole = Scratch {
+            cut_payloads: false,
+            ..Scratch::default()
+        };
+        (parse_file(text, &mut Scratch::default()), parse_file(text, &mut whole))
+    }
+
+    /// Pieces of text payloads: escapes of every kind, characters of one to four bytes, and (from
+    /// `BAD_TEXT` on) what `measure` refuses: lone surrogates, control characters, bytes that are
+    /// not UTF-8, invalid escapes.
+    const TEXT: [&[u8]; 16] = [
+        b"plain words ",
+        b"\\n",
+        b"\\\"",
+        b"\\\\",
+        b"\\/",
+        b"\\u00e9",
+        b"\\uD83D\\uDE00",
+        "\u{e9}\u{65e5}\u{1F600}".as_bytes(),
+        b"\\t\\u001f",
+        b"x",
+        b"\x7f",
+        b"\\ud800",
+        b"\x01",
+        b"\xff",
+        b"\\x",
+        b"\\u12",
+    ];
+    const BAD_TEXT: usize = 11;
+
+    fn text(pieces: &[usize], bad: Option<usize>) -> Vec<u8> {
+        let mut t: Vec<u8> = pieces
+            .iter()
+            .flat_map(|&p| TEXT[p % BAD_TEXT].iter().copied())
+            .collect();
+        if let Some(b) = bad {
+            t.extend_from_slice(TEXT[BAD_TEXT + b % (TEXT.len() - BAD_TEXT)]);
+        }
+        t
+    }
+
+    /// The variants of each part of a line; the first is Pi's form, the others either still Pi's
+    /// form or JSON the fast path must leave to simd-json (or not JSON at all). Parts: 0 start,
+    /// 1 ids, 2 timestamp, 3 role, 4 content, 5 details, 6 usage, 7 isError, 8 durationMs,
+    /// 9 message timestamp, 10 a repeated key, 11 end, 12 api/provider/model, 13 assistant extras.
+    fn line(choice: &[usize; 14], payload: &[u8]) -> Vec<u8> {
+        let pick = |i: usize, options: &[&str]| options[choice[i] % options.len()].to_string();
+        let mut l = Vec::new();
+        let mut put = |s: &str| l.extend_from_slice(s.as_bytes());
+        put(&pick(
+            0,
+            &[
+                r#"{"type":"message","#,
+                r#"{ "type":"message","#,
+                r#"{"type":"custom","#,
+            ],
+        ));
+        put(&pick(
+            1,
+            &[
+                r#""id":"a1b2c3d4","parentId":"0f0e0d0c","#,
+                "",
+                r#""id":"a1","parentId":null,"#,
+                r#""id":"a\u0062","parentId":"p","#,
+                r#""id":"é","parentId":"日本","#,
+                r#""id":"a","parentId":1,"#,
+                r#""id":{"o":1},"parentId":"p","#,
+                r#""id":"a","#,
+                r#""id":"","parentId":"","#,
+                // A raw control character: not JSON.
+                "\"id\":\"a\tb\",\"parentId\":\"p\",",
+            ],
+        ));
+        put(&pick(
+            2,
+            &[
+                r#""timestamp":"2026-01-01T00:00:00.000Z","#,
+                r#""timestamp":"","#,
+                r#""timestamp":5,"#,
+                r#""timestamp":"t\n","#,
+            ],
+        ));
+        let role = choice[3] % 5;
+        put(match role {
+            0 => r#""message":{"role":"toolResult","toolCallId":"toolu_01","toolName":"read","content":"#,
+            1 => r#""message":{"role":"user","content":"#,
+            2 => r#""message":{"role":"toolResult","toolCallId":"c\"1","toolName":"bash\u00e9","content":"#,
+            3 => r#""message":{"role":"assistant","content":"#,
+            _ => r#""message":{"role":"custom","content":"#,
+        });
+        let block = |l: &mut Vec<u8>, start: &[u8], end: &[u8]| {
+            l.extend_from_slice(start);
+            l.extend_from_slice(payload);
+            l.extend_from_slice(end);
+        };
+        let text = br#"{"type":"text","text":""#;
+        match choice[4] % 15 {
+            0 => block(&mut l, &[b"[", &text[..]].concat(), b"\"}]"),
+            1 => block(&mut l, b"\"", b"\""),
+            2 => l.extend_from_slice(b"[]"),
+            3 => {
+                block(&mut l, &[b"[", &text[..]].concat(), b"\"}");
+                l.extend_from_slice(br#",{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"},{"type":"text","text":""}"#);
+                block(&mut l, &[b",", &text[..]].concat(), b"\"}]");
+            }
+            4 => l.extend_from_slice(br#"[{"type":"image","data":"AAAA","mimeType":"image/jpeg"}]"#),
+            5 => block(&mut l, &[b"[", &text[..]].concat(), br#"","textSignature":"{\"v\":1}"}]"#),
+            6 => l.extend_from_slice(br#"[{"type":"thinking","thinking":"t"},null]"#),
+            7 => l.extend_from_slice(b"null"),
+            8 => l.extend_from_slice(br#"[{"type":"text","text":5}]"#),
+            9 => {
+                block(&mut l, br#"[{"type":"thinking","thinking":""#, br#"","thinkingSignature":"EqQB+/="},"#);
+                block(
+                    &mut l,
+                    br#"{"type":"toolCall","id":"toolu_1","name":"edit","arguments":{"path":"a.rs","edits":[{"oldText":""#,
+                    br#"","n":[1,2.5,-3,true,null]}]}},{"type":"text","text":"done"}]"#,
+                );
+            }
+            10 => l.extend_from_slice(
+                br#"[{"type":"thinking","thinking":"","thinkingSignature":"x","redacted":true},{"type":"toolCall","id":"c","name":"","arguments":{}}]"#,
+            ),
+            11 => l.extend_from_slice(br#"[{"type":"toolCall","id":"c","name":"ls","arguments":{"a":1.0}}]"#),
+            12 => l.extend_from_slice(br#"[{"type":"toolCall","id":"c","name":"ls","arguments":{"p":"."},"partialJson":"{"}]"#),
+            13 => l.extend_from_slice(br#"[{"type":"thinking","thinking":"","redacted":}]"#),
+            _ => l.extend_from_slice(br#"[{"type":"toolCall","id":"c","name":"ls","arguments":{ "p":"."}}]"#),
+        }
+        let mut put = |s: &str| l.extend_from_slice(s.as_bytes());
+        let usage = [
+            r#"{"input":2775,"output":141,"cacheRead":0,"cacheWrite":0,"totalTokens":2916,"cost":{"input":0.013875000000000002,"output":0.0035250000000000004,"cacheRead":0,"cacheWrite":0,"total":0.017400000000000002}}"#,
+            r#"{"input":1.0,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3}"#,
+            r#"{"input":"5","output":[2],"cacheRead":null,"cacheWrite":{},"totalTokens":true,"cost":{"total":"x"}}"#,
+            r#"null"#,
+            r#"{}"#,
+            r#"{"input":1,"input":2}"#,
+            r#"{"input":0.1,"output":1e-7,"cacheRead":123456789012345680000,"cacheWrite":5e-324,"reasoning":17,"cacheWrite1h":3,"cost":{"totalFromProvider":true,"total":1.7976931348623157e+308}}"#,
+            r#"{"input":1,"note":"}{","cost":{"total":2}}"#,
+            r#"{"input":1,"note":"\"}"}"#,
+            r#"{"input":1,}"#,
+            r#"{"input":1 }"#,
+        ];
+        match role {
+            0 | 2 => {
+                put(&pick(
+                    5,
+                    &[
+                        "",
+                        r#","details":{"diff":"- a\n+ b","firstChangedLine":3}"#,
+                        r#","details":{"truncation":{"truncated":true,"truncatedBy":"lines","outputLines":2000}}"#,
+                        r#","details":{"runId":"r1","results":[{"usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"cost":0.5}}]}"#,
+                        r#","details":{"completions":[{"runId":"r2","results":[]}]}"#,
+                        r#","details":{"a":1.0}"#,
+                        r#","details":{"a":1,"a":2}"#,
+                        r#","details":null"#,
+                        r#","details":{"x":[1,{"y":"z"}],"n":-0.5}"#,
+                    ],
+                ));
+                if choice[6] % 2 == 1 {
+                    put(&format!(r#","usage":{}"#, usage[0]));
+                }
+                put(&pick(
+                    7,
+                    &[
+                        r#","isError":false"#,
+                        r#","isError":true"#,
+                        r#","isError":0"#,
+                        "",
+                        r#","isError":"#,
+                    ],
+                ));
+                put(&pick(
+                    8,
+                    &[
+                        "",
+                        r#","durationMs":12"#,
+                        r#","durationMs":012"#,
+                        r#","durationMs":1.5"#,
+                        r#","durationMs":-3"#,
+                    ],
+                ));
+            }
+            3 => {
+                put(&pick(
+                    12,
+                    &[
+                        r#","api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5""#,
+                        r#","api":"openai-responses","provider":"openai","model":"gpt-5.1-codex""#,
+                        r#","api":"a","provider":"p","model":"a\u0062""#,
+                        r#","api":"a","provider":"p","model":5"#,
+                        r#","provider":"p","model":"m""#,
+                    ],
+                ));
+                put(&format!(r#","usage":{}"#, usage[choice[6] % usage.len()]));
+                put(r#","stopReason":"toolUse""#);
+            }
+            _ => {}
+        }
+        put(&pick(
+            9,
+            &[
+                r#","timestamp":1767225600000"#,
+                r#","timestamp":0"#,
+                r#","timestamp":1e3"#,
+                r#","timestamp":"x""#,
+                r#","timestamp":1234567890123456"#,
+                r#","timestamp":123456789012345"#,
+                "",
+            ],
+        ));
+        if role == 3 {
+            put(&pick(
+                13,
+                &[
+                    "",
+                    r#","responseId":"msg_01","thinkingLevel":"high""#,
+                    r#","responseModel":"x","thinkingLevel":"off","errorMessage":"bad \"x\"""#,
+                    r#","responseId":"r","responseModel":"m","thinkingLevel":"low","errorMessage":"e""#,
+                    r#","thinkingLevel":"a\nb""#,
+                    r#","thinkingLevel":"low","responseId":"r""#,
+                ],
+            ));
+        }
+        put(&pick(
+            10,
+            &[
+                "",
+                "",
+                "",
+                r#","content":"dup""#,
+                r#","role":"user""#,
+                r#","timestamp":7"#,
+            ],
+        ));
+        put(&pick(
+            11,
+            &[
+                "}}",
+                "}}",
+                "}} ",
+                "}}\r",
+                r#"},"message":null}"#,
+                "}",
+                "}}}",
+                r#"},"id":"z"}"#,
+            ],
+        ));
+        l
+    }
+
+    /// Whether the fast path reads `line`, with a usage reader like the parser's.
+    fn read(line: &[u8]) -> bool {
+        let mut buffers = simd_json::Buffers::default();
+        let mut usage = |object: &[u8]| {
+            let mut bytes = object.to_vec();
+            let tape = simd_json::to_tape_with_buffers(&mut bytes, &mut buffers).ok()?;
+            super::super::extract::usage_of(super::super::tape::Val::root(&tape), Default::default())
+        };
+        super::message(line, 0, 0, &mut usage).is_some()
+    }
+
+    proptest::proptest! {
+        /// Tool-result and user lines in Pi's form and varied at every place, with text payloads
+        /// of every kind: the parse with the fast paths equals simd-json's parse of the whole
+        /// lines, whether a line is read by `known::message`, cut, repaired or rejected.
+        #[test]
+        fn known_lines_parse_as_whole(
+            lines in proptest::collection::vec(
+                (proptest::array::uniform14(0usize..15), proptest::collection::vec(0usize..16, 0..40), 1usize..8,
+                 proptest::option::weighted(0.2, 0usize..8)),
+                1..6,
+            ),
+        ) {
+            let mut file = format!("{H}\n").into_bytes();
+            for (choice, pieces, reps, bad) in &lines {
+                let payload = text(&pieces.repeat(*reps), *bad);
+                file.extend_from_slice(&line(choice, &payload));
+                file.push(b'\n');
+            }
+            let (fast, whole) = parse_both(&file);
+            proptest::prop_assert_eq!(format!("{fast:?}"), format!("{whole:?}"));
+        }
+    }
+
+    /// Pi's form, whatever the payload `measure` takes: the fast path reads every variant of it
+    /// (so that the comparison above tests it), and nothing else.
+    #[test]
+    #[cfg_attr(
+        not(pisa_avx2),
+        ignore = "this machine lacks AVX2, POPCNT or BMI1: text is not measured in place"
+    )]
+    fn pi_form_is_read_and_nothing_else() {
+        let payload = text(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9], None);
+        // Per role, per part of the line, whether each of its forms is Pi's.
+        let common: [(usize, &[bool]); 6] = [
+            (0, &[true, false, false]),
+            (1, &[true, true, true, false, true, false, false, false, true, false]),
+            (2, &[true, true, false, false]),
+            (9, &[true, true, false, false, false, true, false]),
+            (10, &[true, true, true, false, false, false]),
+            (11, &[true, true, false, false, false, false, false, false]),
+        ];
+        let content: (usize, &[bool]) = (
+            4,
+            &[
+                true, true, true, true, true, true, false, false, false, true, true, false, false, false, false,
+            ],
+        );
+        let tool_result: [(usize, &[bool]); 5] = [
+            (3, &[true, true, true, true, false]),
+            (5, &[true, true, true, false, false, false, false, false, true]),
+            (6, &[true, false]),
+            (7, &[true, true, false, false, false]),
+            (8, &[true, true, false, false, false]),
+        ];
+        let assistant: [(usize, &[bool]); 3] = [
+            (
+                6,
+                &[true, true, true, false, true, true, true, true, false, false, true],
+            ),
+            (12, &[true, true, false, false, false]),
+            (13, &[true, true, true, true, false, false]),
+        ];
+        for (role, parts) in [(0, &tool_result[..]), (3, &assistant[..])] {
+            let mut pi = [0usize; 14];
+            pi[3] = role;
+            assert!(read(&line(&pi, &payload)), "role {role}");
+            for &(part, is_pi) in common.iter().chain([&content]).chain(parts) {
+                for (form, &is_pi) in is_pi.iter().enumerate() {
+                    let mut choice = pi;
+                    choice[part] = form;
+                    assert_eq!(
+                        read(&line(&choice, &payload)),
+                        is_pi,
+                        "role {role} part {part} form {form}"
+                    );
+                }
+            }
+            // With a payload measure refuses, the line is left to simd-json.
+            for bad in 0..TEXT.len() - BAD_TEXT {
+                let payload = text(&[0], Some(bad));
+                assert!(!read(&line(&pi, &payload)), "role {role} bad text {bad}");
+            }
+        }
+    }
+
+    /// The committed sample and Pi's own sessions parse the same with the fast paths and whole, and
+    /// the fast path reads most of their tool results and user messages.
+    #[test]
+    fn sample_and_pi_sessions_parse_as_whole() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let (mut known, mut files) = (0, 0);
+        for dir in ["datasets/sample", "tests/data/pi-mono"] {
+            for e in walkdir::WalkDir::new(root.join(dir)).sort_by_file_name() {
+                let e = e.unwrap();
+                if e.path().extension().is_none_or(|x| x != "jsonl") {
+                    continue;
+                }
+                let bytes = std::fs::read(e.path()).unwrap();
+                let (fast, whole) = parse_both(&bytes);
+                assert_eq!(format!("{fast:?}"), format!("{whole:?}"), "{}", e.path().display());
+                known += bytes.split(|&b| b == b'\n').filter(|l| read(l)).count();
+                files += 1;
+            }
+        }
+        assert!(files > 20, "{files} files");
+        if super::super::measure::available() {
+            assert!(known > 1000, "{known} lines read by the fast path");
+        }
+    }
+}
