@@ -370,16 +370,7 @@ fn mapped_files_print_what_read_files_print() {
         copy_dir(&repo().join("tests").join("data").join(data), &dir.path().join(data));
     }
     let files = session_files(dir.path());
-    let largest = files
-        .iter()
-        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
-        .unwrap();
-    let bytes = std::fs::read(largest).unwrap();
-    let body = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
-    let mut big = bytes.clone();
-    while big.len() < 9 << 20 {
-        big.extend_from_slice(&bytes[body..]);
-    }
+    let big = crate::support::big_session(&files);
     std::fs::create_dir_all(dir.path().join("--big--")).unwrap();
     std::fs::write(dir.path().join("--big--/big.jsonl"), &big).unwrap();
     let d = dir.path().to_str().unwrap();

@@ -891,16 +891,7 @@ fn a_file_truncated_under_its_map_is_reported_changed_not_a_crash() {
     // A big session (past the size from which every core parses a file) and a small one.
     let cut_dir = root.join("--cut--");
     std::fs::create_dir_all(&cut_dir).unwrap();
-    let largest = files
-        .iter()
-        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
-        .unwrap();
-    let bytes = std::fs::read(largest).unwrap();
-    let body = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
-    let mut big = bytes.clone();
-    while big.len() < 9 << 20 {
-        big.extend_from_slice(&bytes[body..]);
-    }
+    let big = crate::support::big_session(&files);
     let cut = [
         ("--cut--/big.jsonl", big),
         ("--cut--/small.jsonl", std::fs::read(&files[0]).unwrap()),

@@ -326,3 +326,19 @@ pub fn generated(seed: &str, sessions: usize) -> tempfile::TempDir {
     assert!(status.success(), "the generator failed for seed {seed}");
     dir
 }
+
+/// A session past the size from which every core parses a file (9 MB): the largest of `files`,
+/// its body written again and again after its header.
+pub fn big_session(files: &[PathBuf]) -> Vec<u8> {
+    let largest = files
+        .iter()
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .expect("a file");
+    let bytes = std::fs::read(largest).unwrap();
+    let body = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut big = bytes.clone();
+    while big.len() < 9 << 20 {
+        big.extend_from_slice(&bytes[body..]);
+    }
+    big
+}
