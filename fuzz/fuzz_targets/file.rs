@@ -1,18 +1,24 @@
 //! The whole-file path: bytes → `parse_file` → `analyze_parsed` → what `pisa sessions --json`
-//! and `pisa inspect` print, and the usage frame rows. Invariants, besides not panicking:
+//! and `pisa inspect` print, the usage frame rows and the reports' rows. Invariants, besides not
+//! panicking:
 //! - going on from a prefix parsed before (the cache's resume path, through its postcard
 //!   encoding) gives exactly the parse of the whole file;
-//! - feeding `FileParser` the same bytes in arbitrary line-aligned pieces gives it too.
+//! - feeding `FileParser` the same bytes in arbitrary line-aligned pieces gives it too;
+//! - the reports' fixed-width rows of the billed calls read back as the records say.
 //!
 //! Cut points are drawn from a hash of the input, so every run of one input is the same.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use pisa::analyze::{FileAnalysis, FileRecord, SessionFacts, analyze_parsed};
-use pisa::corpus::{Rows, SessionRef};
-use pisa::frame::{UsageColumns, UsageRows};
+use pisa::corpus::SessionRef;
+use pisa::corpus::billed::{Billed, BilledCalls};
+use pisa::frame::{CallRow, Pricer, UsageColumns, UsageRow};
 use pisa::parse::{FileParser, ParsedFile, Prefix, Scratch, parse_file, parse_file_from};
 use pisa::report::inspect;
+
+/// The embedded price table, read once.
+static PRICING: std::sync::OnceLock<pisa::pricing::Pricing> = std::sync::OnceLock::new();
 
 /// A small deterministic generator seeded from the input (FNV-1a, then xorshift).
 struct Draw(u64);
@@ -103,11 +109,31 @@ fuzz_target!(|data: &[u8]| {
                 session_id: a.tree.header.id.as_deref(),
                 project: &facts.project,
             };
+            let records = &a.accounting.records;
+            let pricing = PRICING.get_or_init(pisa::pricing::Pricing::default);
+            let mut pricer = Pricer::new(pricing, pisa::pricing::CostMode::Auto);
             let mut part = UsageColumns::default();
-            let rows = UsageRows.add(&mut part, &session, &a.accounting.records);
-            assert_eq!(rows.len(), a.accounting.records.len());
+            for record in records {
+                let call = Billed::of(record);
+                let priced = pricer.price(&call);
+                let row = CallRow {
+                    file: &session,
+                    spawned_by: None,
+                    call,
+                    reason: None,
+                    priced,
+                };
+                part.push(&UsageRow { row, record });
+            }
             let frame = part.finish().expect("the usage rows follow their schema");
-            assert_eq!(frame.height(), a.accounting.records.len());
+            assert_eq!(frame.height(), records.len());
+            let mut bytes = Vec::new();
+            pisa::corpus::billed::encode(records, &mut bytes);
+            let back = BilledCalls::new(bytes).expect("encoded rows read back");
+            assert_eq!(back.len(), records.len());
+            for (b, r) in back.iter().zip(records) {
+                assert_eq!(format!("{b:?}"), format!("{:?}", Billed::of(r)), "a report's row");
+            }
         }
     }
 });
