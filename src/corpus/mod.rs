@@ -10,7 +10,8 @@
 //!
 //! Each worker keeps its own [`Scratch`]; a file's bytes are read, analysed and dropped before
 //! the next file. Its billed calls wait in the spill, read back one file at a time by whatever
-//! needs them ([`Corpus::each_file`]), so no frame holds them all unless one is asked for. Nothing here renders: reports read the corpus afterwards.
+//! needs them ([`Corpus::each_billed`], [`Corpus::each_file`]), so no frame holds them all
+//! unless one is asked for. Nothing here renders: reports read the corpus afterwards.
 
 pub mod billed;
 pub mod cache;

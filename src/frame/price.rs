@@ -23,13 +23,13 @@ pub struct Priced<'p> {
 /// A model's price and its source's name, if it has one.
 type Found<'a> = Option<(&'a pricing::Price, &'a str)>;
 
-/// Prices calls under a [`CostMode`], one lookup per provider and model.
+/// Prices calls under a [`CostMode`], one lookup of price and billing per provider and model.
 #[derive(Debug)]
 pub struct Pricer<'p> {
     pricing: &'p Pricing,
     mode: CostMode,
-    /// By `provider \0 model` (`\u{1}` for a missing one).
-    found: HashMap<String, Found<'p>>,
+    /// The price and the billing of each `provider \0 model` (`\u{1}` for a missing one).
+    found: HashMap<String, (Found<'p>, Billing)>,
     key: String,
 }
 
@@ -57,8 +57,8 @@ impl<'p> Pricer<'p> {
             self.key.push_str(part.unwrap_or("\u{1}"));
             self.key.push('\0');
         }
-        let found = match self.found.get(self.key.as_str()) {
-            Some(found) => *found,
+        let (found, billing) = match self.found.get(self.key.as_str()) {
+            Some(known) => *known,
             None => {
                 let pricing = self.pricing;
                 let found = key.and_then(|(p, m)| {
@@ -66,8 +66,9 @@ impl<'p> Pricer<'p> {
                         .price(p, m)
                         .map(|(price, from)| (price, pricing.source_name(from)))
                 });
-                self.found.insert(self.key.clone(), found);
-                found
+                let billing = pricing.billing(key.map_or("", |(p, _)| p));
+                self.found.insert(self.key.clone(), (found, billing));
+                (found, billing)
             }
         };
         let tokens = Tokens {
@@ -81,7 +82,7 @@ impl<'p> Pricer<'p> {
         Priced {
             calculated,
             source: found.map(|(_, from)| from),
-            billing: self.pricing.billing(key.map_or("", |(p, _)| p)),
+            billing,
             chosen: self.mode.choose(r.cost, tokens.total(), calculated),
         }
     }

@@ -1,7 +1,8 @@
-//! The usage frame's rows: each billed call as [`UsageRow`], read back from the corpus one file
-//! at a time ([`each_row`]) for the reports, which sum them without a frame, and for
-//! [`UsageColumns`], which fills typed columns (as polars' NDJSON reader fills builders) for
-//! the frame, checked against [`USAGE`] once.
+//! The usage frame's rows, read back from the corpus a few files at a time: each billed call as
+//! reports see it ([`CallRow`], [`each_call`]: the lean rows only), which they sum without a
+//! frame, and with its full record ([`UsageRow`], [`each_row`]) for [`UsageColumns`], which
+//! fills typed columns (as polars' NDJSON reader fills builders) for the frame, checked against
+//! [`USAGE`] once.
 
 use polars::prelude::*;
 

@@ -2,7 +2,7 @@
 //! one key, each billed call counted once (inherited fork copies are left out).
 //!
 //! Keys that depend on the time zone are computed here with jiff. The calls are read back from
-//! the corpus one file at a time and summed as they come ([`crate::frame::each_row`]): no
+//! the corpus one file at a time and summed as they come ([`crate::frame::each_call`]): no
 //! frame is built, so memory does not grow with the corpus.
 
 use std::io::Write;
@@ -379,18 +379,19 @@ fn add_usage(rows: &mut Rows, row: &CallRow<'_>, k: &Keyer<'_>, model: &mut Stri
     if !k.keep(day, project, model) {
         return;
     }
-    let kind;
+    // A key made for this call (time and kind keys); the others are borrowed.
+    let made;
     let key = match k.o.group {
         g if g.is_time() => {
-            kind = k.time_key(day);
-            kind.as_str()
+            made = k.time_key(day);
+            made.as_str()
         }
         Group::Session => row.file.rel,
         Group::Model => model.as_str(),
         Group::Project => project,
         _ => {
-            kind = kind_key(source, r.kind);
-            kind.as_str()
+            made = kind_key(source, r.kind);
+            made.as_str()
         }
     };
     let summary = matches!(source, "compaction" | "branch_summary");
