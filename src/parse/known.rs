@@ -96,7 +96,8 @@ pub fn message(line: &[u8], line_no: u32, offset: u64, usage: &mut dyn FnMut(&[u
             m.model = string(l.plain()?);
             l.lit(br#","usage":"#)?;
             let n = object_end(l.rest())?;
-            m.usage = Some(usage(&l.rest()[..n])?);
+            let object = &l.rest()[..n];
+            m.usage = Some(pi_usage(object).or_else(|| usage(object))?);
             l.at += n;
             (m.has_usage_key, m.usage_truthy) = (true, true);
             l.lit(br#","stopReason":""#)?;
@@ -130,6 +131,73 @@ pub fn message(line: &[u8], line_no: u32, offset: u64, usage: &mut dyn FnMut(&[u
         timestamp: Some(timestamp.into()),
         body: Body::Message(Box::new(m)),
     })
+}
+
+/// An assistant message's usage object in the form Pi writes it, read as `extract::usage_of`
+/// reads it; `None` for any other object (which then goes through simd-json):
+///
+/// ```text
+/// {"input":N,"output":N,"cacheRead":N,"cacheWrite":N[,"cacheWrite1h":N][,"reasoning":N],"totalTokens":N,
+///  "cost":{"input":F,"output":F,"cacheRead":F,"cacheWrite":F,"total":F[,"totalFromProvider":B]}}
+/// ```
+///
+/// with `N` an integer of at most 15 digits and `F` a non-negative number as `JSON.stringify`
+/// writes one (`0.0001236`, `5e-7`). Parsed to the nearest double, as `JSON.parse` and simd-json
+/// parse it. Every key read once, no other key: nothing is odd, nothing throws.
+fn pi_usage(object: &[u8]) -> Option<Usage> {
+    let mut c = Cursor { b: object, at: 0 };
+    let mut u = Usage {
+        input: f64::NAN,
+        output: f64::NAN,
+        cache_read: f64::NAN,
+        cache_write: f64::NAN,
+        cache_write_1h: f64::NAN,
+        reasoning: f64::NAN,
+        total_tokens: f64::NAN,
+        has_cost: true,
+        cost_input: f64::NAN,
+        cost_output: f64::NAN,
+        cost_cache_read: f64::NAN,
+        cost_cache_write: f64::NAN,
+        cost_total: f64::NAN,
+        cost_from_provider: false,
+        odd: None,
+        join_throws: false,
+    };
+    c.lit(br#"{"input":"#)?;
+    u.input = c.integer()?;
+    c.lit(br#","output":"#)?;
+    u.output = c.integer()?;
+    c.lit(br#","cacheRead":"#)?;
+    u.cache_read = c.integer()?;
+    c.lit(br#","cacheWrite":"#)?;
+    u.cache_write = c.integer()?;
+    if c.lit(br#","cacheWrite1h":"#).is_some() {
+        u.cache_write_1h = c.integer()?;
+    }
+    if c.lit(br#","reasoning":"#).is_some() {
+        u.reasoning = c.integer()?;
+    }
+    c.lit(br#","totalTokens":"#)?;
+    u.total_tokens = c.integer()?;
+    c.lit(br#","cost":{"input":"#)?;
+    u.cost_input = c.number()?;
+    c.lit(br#","output":"#)?;
+    u.cost_output = c.number()?;
+    c.lit(br#","cacheRead":"#)?;
+    u.cost_cache_read = c.number()?;
+    c.lit(br#","cacheWrite":"#)?;
+    u.cost_cache_write = c.number()?;
+    c.lit(br#","total":"#)?;
+    u.cost_total = c.number()?;
+    if c.lit(br#","totalFromProvider":"#).is_some() {
+        u.cost_from_provider = c.lit(b"true").is_some();
+        if !u.cost_from_provider {
+            c.lit(b"false")?;
+        }
+    }
+    c.lit(b"}}")?;
+    (c.at == object.len()).then_some(u)
 }
 
 /// The length of the object at the start of `bytes` if it is one whose strings hold no escape:
@@ -175,7 +243,9 @@ impl<'a> Cursor<'a> {
         &self.b[self.at..]
     }
 
-    /// The bytes `s`, taken if they come next.
+    /// The bytes `s`, taken if they come next. Inlined, the compare is of a length known
+    /// when compiling: a few loads, not a call to `memcmp`.
+    #[inline(always)]
     fn lit(&mut self, s: &[u8]) -> Option<()> {
         self.rest().starts_with(s).then(|| self.at += s.len())
     }
@@ -187,10 +257,18 @@ impl<'a> Cursor<'a> {
         let rest = self.rest();
         let n = memchr::memchr2(b'"', b'\\', rest)?;
         let text = &rest[..n];
-        if rest[n] != b'"' || text.iter().any(|&c| c < 0x20) {
+        if rest[n] != b'"' {
             return None;
         }
-        let text = std::str::from_utf8(text).ok()?;
+        // Ids, times and model names are printable ASCII: one test of each byte.
+        let text = if text.iter().all(|&c| (0x20..0x80).contains(&c)) {
+            // SAFETY: ASCII is UTF-8.
+            unsafe { std::str::from_utf8_unchecked(text) }
+        } else if text.iter().any(|&c| c < 0x20) {
+            return None;
+        } else {
+            std::str::from_utf8(text).ok()?
+        };
         self.at += n + 1;
         Some(text)
     }
@@ -216,6 +294,47 @@ impl<'a> Cursor<'a> {
         let value = rest[..digits].iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
         self.at += digits;
         Some(value as f64)
+    }
+
+    /// A non-negative number as `JSON.stringify` writes one (`0`, `12`, `0.0001236`, `5e-7`,
+    /// `1e+21`), to the nearest double (as `JSON.parse` and simd-json read it). An integer of
+    /// more than 15 digits is left to simd-json. What follows must not be a part of a number.
+    fn number(&mut self) -> Option<f64> {
+        let rest = self.rest();
+        let digits = |from: usize| rest[from..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let int = digits(0);
+        if int == 0 || (int > 1 && rest[0] == b'0') {
+            return None;
+        }
+        let mut end = int;
+        if rest.get(end) == Some(&b'.') {
+            let frac = digits(end + 1);
+            if frac == 0 {
+                return None;
+            }
+            end += 1 + frac;
+        }
+        if rest.get(end) == Some(&b'e') {
+            if !matches!(rest.get(end + 1), Some(b'+' | b'-')) {
+                return None;
+            }
+            let exp = digits(end + 2);
+            if exp == 0 {
+                return None;
+            }
+            end += 2 + exp;
+        }
+        if end == int {
+            return self.integer();
+        }
+        // SAFETY: the token is ASCII digits, `.`, `e`, `+` and `-`.
+        let value: f64 = unsafe { std::str::from_utf8_unchecked(&rest[..end]) }.parse().ok()?;
+        // Beyond the doubles `JSON.parse` gives Infinity, which simd-json refuses: the repair's.
+        if !value.is_finite() {
+            return None;
+        }
+        self.at += end;
+        Some(value)
     }
 
     /// A message's content: a string or an array of text, image, thinking and tool-call blocks
@@ -295,8 +414,11 @@ impl<'a> Cursor<'a> {
     fn details(&mut self) -> Option<()> {
         let (n, _) = measure::json_object(self.rest())?;
         let object = &self.rest()[..n];
-        let names = [&br#""runId":"#[..], br#""results":"#, br#""completions":"#];
-        if names.iter().any(|name| memchr::memmem::find(object, name).is_some()) {
+        // Searchers built once: building one costs more than searching a small object.
+        static NAMES: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]> = std::sync::LazyLock::new(|| {
+            [&br#""runId":"#[..], br#""results":"#, br#""completions":"#].map(memchr::memmem::Finder::new)
+        });
+        if NAMES.iter().any(|name| name.find(object).is_some()) {
             return None;
         }
         self.at += n;
@@ -592,6 +714,110 @@ mod tests {
             let (fast, whole) = parse_both(&file);
             proptest::prop_assert_eq!(format!("{fast:?}"), format!("{whole:?}"));
         }
+    }
+
+    /// Usage objects in Pi's form and near it (numbers of every form JavaScript writes, random
+    /// doubles among them, and forms that are not Pi's): where `pi_usage` reads one, it reads
+    /// what `extract::usage_of` reads from simd-json's tape, bit for bit; and it reads Pi's form.
+    #[test]
+    fn pi_usage_reads_as_simd_json() {
+        let mut seed = 0x0123_4567_89AB_CDEFu64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        const NUMBERS: [&str; 22] = [
+            "0",
+            "1",
+            "404",
+            "123456789012345",
+            "1234567890123456",
+            "0.1",
+            "0.00012119999999999999",
+            "5e-7",
+            "1e+21",
+            "1.7976931348623157e+308",
+            "5e-324",
+            "1e+400",
+            "-1",
+            "-0",
+            "01",
+            "1.",
+            "1.0",
+            "1e5",
+            "1E-7",
+            ".5",
+            "1e-",
+            "2.5e+",
+        ];
+        let mut buffers = simd_json::Buffers::default();
+        let (mut read, mut pi_form) = (0, 0);
+        for case in 0..20_000 {
+            let number = |next: &mut dyn FnMut() -> u64, integer: bool| -> String {
+                match next() % 4 {
+                    0 => NUMBERS[(next() % NUMBERS.len() as u64) as usize].to_string(),
+                    1 if !integer => {
+                        let f = f64::from_bits(next() >> 2);
+                        crate::js::number_to_string(if f.is_finite() { f } else { 0.5 })
+                    }
+                    1 => (next() % 1_000_000_000_000_000).to_string(),
+                    _ if integer => (next() % 100_000).to_string(),
+                    _ => crate::js::number_to_string((next() % 1_000_000) as f64 * 1e-7),
+                }
+            };
+            let plain = case % 3 == 0;
+            let mut o = String::from("{");
+            let mut keys = vec!["input", "output", "cacheRead", "cacheWrite"];
+            if next() % 4 == 0 {
+                keys.push("cacheWrite1h");
+            }
+            if next() % 2 == 0 {
+                keys.push("reasoning");
+            }
+            keys.push("totalTokens");
+            if !plain && next() % 8 == 0 {
+                keys.swap(0, 1);
+            }
+            for k in keys {
+                let n = if plain {
+                    (next() % 100_000).to_string()
+                } else {
+                    number(&mut next, true)
+                };
+                o += &format!(r#""{k}":{n},"#);
+            }
+            o += r#""cost":{"#;
+            for k in ["input", "output", "cacheRead", "cacheWrite", "total"] {
+                let n = if plain {
+                    crate::js::number_to_string((next() % 1000) as f64 * 1e-6)
+                } else {
+                    number(&mut next, false)
+                };
+                o += &format!(r#""{k}":{n},"#);
+            }
+            o.pop();
+            match next() % 4 {
+                0 => o += r#","totalFromProvider":true"#,
+                1 => o += r#","totalFromProvider":false"#,
+                2 if !plain => o += r#","totalFromProvider":1"#,
+                _ => {}
+            }
+            o += if plain || next() % 8 != 0 { "}}" } else { "},\"x\":1}" };
+            let fast = super::pi_usage(o.as_bytes());
+            if plain {
+                assert!(fast.is_some(), "{o}");
+                pi_form += 1;
+            }
+            let Some(fast) = fast else { continue };
+            read += 1;
+            let mut bytes = o.clone().into_bytes();
+            let tape = simd_json::to_tape_with_buffers(&mut bytes, &mut buffers).unwrap_or_else(|e| panic!("{o}: {e}"));
+            let whole = super::super::extract::usage_of(super::super::tape::Val::root(&tape), Default::default());
+            assert_eq!(format!("{:?}", Some(fast)), format!("{whole:?}"), "{o}");
+        }
+        assert!(read > pi_form + 1000, "{read} read, {pi_form} of them plain");
     }
 
     /// Pi's form, whatever the payload `measure` takes: the fast path reads every variant of it
