@@ -85,7 +85,7 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(bytes)).sample_size(10);
         g.bench_function(format!("sessions-{mb}MB"), |b| {
             b.iter(|| {
-                pisa::corpus::analyze_files(&found.files, &pisa::corpus::Quiet, None)
+                pisa::corpus::analyze_files(&found.files, &pisa::corpus::Quiet, None, pisa::corpus::Keep::Reports)
                     .expect("the spill reads back")
                     .sessions
                     .len()

@@ -8,7 +8,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use pisa::corpus::cache::Cache;
-use pisa::corpus::{Quiet, analyze_files};
+use pisa::corpus::{Keep, Quiet, analyze_files};
 use pisa::parse::Scratch;
 use pisa::scan::map::{self, Mapped, ReadMode};
 use pisa::scan::{self, FoundFile};
@@ -153,7 +153,7 @@ fn timed_pair<T, U>(runs: usize, mut a: impl FnMut() -> T, mut b: impl FnMut() -
 /// The pipeline with files read in `mode`.
 fn pipeline(files: &[FoundFile], mode: ReadMode) {
     map::set_mode(mode);
-    let _ = analyze_files(files, &Quiet, None);
+    let _ = analyze_files(files, &Quiet, None, Keep::Reports);
 }
 
 /// Measure every stage on the files under `roots`, `runs` times each.
@@ -193,11 +193,11 @@ pub fn run(roots: &[PathBuf], runs: usize) -> Bench {
     stages.push(stage("pipeline-map", "the pipeline, every file mapped", mapped));
     if let Ok(dir) = tempfile::tempdir() {
         let fill = Cache::open(dir.path());
-        let _ = analyze_files(&files, &Quiet, Some(&fill));
+        let _ = analyze_files(&files, &Quiet, Some(&fill), Keep::Reports);
         let _ = fill.save(roots);
         let (t, _) = timed(runs, || {
             let cache = Cache::open(dir.path());
-            let corpus = analyze_files(&files, &Quiet, Some(&cache));
+            let corpus = analyze_files(&files, &Quiet, Some(&cache), Keep::Reports);
             let _ = cache.save(roots);
             corpus
         });

@@ -63,7 +63,7 @@ pub fn status(ctx: &Ctx, a: StatusArgs) -> Result<ExitCode> {
 
 pub fn blocks(ctx: &Ctx, a: BlocksArgs) -> Result<ExitCode> {
     let (tz, tz_name) = zone(ctx, &a.zone)?;
-    let s = scan(ctx, &a.input, a.json)?;
+    let s = scan(ctx, &a.input, a.json, pisa::corpus::Keep::Reports)?;
     let counted = calls::counted(&s.corpus)?;
     let now = now_ms(&a.now);
     let mut windows = blocks::windows(&counted, now);

@@ -22,7 +22,7 @@ use cli::{
 };
 use pisa::config::Config;
 use pisa::corpus::cache::Cache;
-use pisa::corpus::{self, Corpus};
+use pisa::corpus::{self, Corpus, Keep};
 use pisa::frame::Frames;
 use pisa::pricing::{CostMode, Pricing};
 use pisa::report;
@@ -233,9 +233,9 @@ struct Scanned {
 }
 
 /// Find, read and analyse what `input` names, through the cache unless it is off or the
-/// roots are the sample; list what was skipped unless `--quiet`. The progress bar is left
-/// out when the output is data (`quiet_output`).
-fn scan(ctx: &Ctx, input: &Input, quiet_output: bool) -> Result<Scanned> {
+/// roots are the sample, keeping `keep` of each billed call; list what was skipped unless
+/// `--quiet`. The progress bar is left out when the output is data (`quiet_output`).
+fn scan(ctx: &Ctx, input: &Input, quiet_output: bool, keep: Keep) -> Result<Scanned> {
     let roots = Roots::of(&input.paths, input.demo)?;
     let bar = Bar {
         show: !input.no_progress && !quiet_output,
@@ -246,7 +246,7 @@ fn scan(ctx: &Ctx, input: &Input, quiet_output: bool) -> Result<Scanned> {
         .as_deref()
         .filter(|_| roots.demo.is_none())
         .map(Cache::open);
-    let scanned = corpus::scan(&roots.paths, &bar, cache.as_ref());
+    let scanned = corpus::scan_keeping(&roots.paths, &bar, cache.as_ref(), keep);
     if let Some(b) = bar.bar.get() {
         b.finish_and_clear();
     }
@@ -356,7 +356,7 @@ fn terminal() -> bool {
 fn sessions(ctx: &Ctx, args: SessionsArgs) -> Result<ExitCode> {
     let (tz, tz_name) = zone(ctx, &args.zone)?;
     let mode = ctx.cost_mode(&args.costing);
-    let s = scan(ctx, &args.input, args.json)?;
+    let s = scan(ctx, &args.input, args.json, Keep::Reports)?;
     // Pi's own figures are the files'; another cost mode prices every call.
     let repricing = match mode {
         CostMode::Recorded => None,
@@ -411,7 +411,7 @@ fn rollup(ctx: &Ctx, a: ReportArgs, group: Group) -> Result<ExitCode> {
         bail!("--json-compat ccusage is for the daily, weekly, monthly and session reports");
     }
     let data = a.json || a.csv || a.json_compat.is_some();
-    let s = scan(ctx, &a.input, data)?;
+    let s = scan(ctx, &a.input, data, Keep::Reports)?;
     let r = rollup::build(&s.corpus, ctx.pricing()?, &o)?;
     to_stdout(|out| {
         if let Some(Compat::Ccusage) = a.json_compat {
@@ -430,7 +430,7 @@ fn rollup(ctx: &Ctx, a: ReportArgs, group: Group) -> Result<ExitCode> {
 
 fn compactions(ctx: &Ctx, a: ReportArgs) -> Result<ExitCode> {
     let o = report_options(ctx, &a, Group::Session)?;
-    let s = scan(ctx, &a.input, a.json || a.csv)?;
+    let s = scan(ctx, &a.input, a.json || a.csv, Keep::Reports)?;
     let r = report::compactions::build(&s.corpus, &o);
     to_stdout(|out| {
         if a.json {
@@ -458,7 +458,7 @@ fn source_name(ctx: &Ctx, given: Option<String>) -> String {
 fn html_report(ctx: &Ctx, a: HtmlArgs) -> Result<ExitCode> {
     let started = std::time::Instant::now();
     let o = options(ctx, &a.filters, Group::Daily)?;
-    let s = scan(ctx, &a.input, false)?;
+    let s = scan(ctx, &a.input, false, Keep::Reports)?;
     let page = report::html::gather(&s.corpus, ctx.pricing()?, &o)?;
     let summed = started.elapsed();
     let generated = jiff::Zoned::now()
@@ -504,13 +504,13 @@ fn frames(
     mode: CostMode,
 ) -> Result<(Scanned, Frames)> {
     let pricing = ctx.pricing()?;
-    let s = scan(ctx, input, quiet_output)?;
+    let s = scan(ctx, input, quiet_output, Keep::Records)?;
     let frames = Frames::build(&s.corpus, &source_name(ctx, source), pricing, mode)?;
     Ok((s, frames))
 }
 
 fn export(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
-    let s = scan(ctx, &a.input, false)?;
+    let s = scan(ctx, &a.input, false, Keep::Records)?;
     let what = pisa::export::Exported {
         corpus: &s.corpus,
         source: &source_name(ctx, a.source),

@@ -262,6 +262,21 @@ pub struct Corpus {
     pub calls: u64,
     /// Where the sessions' facts and calls wait (see [`spill`]).
     pub spill: Arc<Spill>,
+    /// The scan kept only what reports read of each call ([`Keep::Reports`]): there are no full
+    /// records to read back.
+    pub records_dropped: bool,
+}
+
+/// What a scan keeps of each billed call for after the scan, besides its identity and totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Keep {
+    /// Full records as well as what reports read: for `export` and `query`.
+    #[default]
+    Records,
+    /// Only what reports read ([`billed`]'s fixed-width rows): `sessions` and the reports. Full
+    /// records took a fifth of the work after parsing and most of the spill's bytes. A scan
+    /// through the cache keeps full records anyway, so that a later `export` finds them there.
+    Reports,
 }
 
 impl Corpus {
@@ -315,6 +330,11 @@ const WINDOW_BYTES: u64 = 4 << 20;
 impl Corpus {
     /// The billed calls of a file, read back from the spill.
     pub fn records(&self, calls: &Calls) -> std::io::Result<Vec<UsageRecord>> {
+        if self.records_dropped && calls.count > 0 {
+            return Err(std::io::Error::other(
+                "pisa scanned for a report and kept no full records of billed calls (a bug in pisa: please report it)",
+            ));
+        }
         if calls.records.is_empty() {
             return Ok(Vec::new());
         }
@@ -420,23 +440,39 @@ impl SessionSummary {
 /// Find the session files under `roots` and analyse them, through `cache` when given (the
 /// result is the same without it).
 pub fn scan(roots: &[PathBuf], progress: &dyn Progress, cache: Option<&Cache>) -> Result<Corpus, crate::Error> {
+    scan_keeping(roots, progress, cache, Keep::Records)
+}
+
+/// [`scan`], keeping `keep` of each billed call.
+pub fn scan_keeping(
+    roots: &[PathBuf],
+    progress: &dyn Progress,
+    cache: Option<&Cache>,
+    keep: Keep,
+) -> Result<Corpus, crate::Error> {
     let found = scan::discover(roots);
     progress.started(found.files.len(), found.files.iter().map(|f| f.size).sum());
-    let mut corpus = analyze_files(&found.files, progress, cache)?;
+    let mut corpus = analyze_files(&found.files, progress, cache, keep)?;
     corpus.issues.extend(found.issues);
     Ok(corpus)
 }
 
-/// Analyse the given files (largest first is best) in parallel.
+/// Analyse the given files (largest first is best) in parallel, keeping `keep` of each call.
 pub fn analyze_files(
     files: &[FoundFile],
     progress: &dyn Progress,
     cache: Option<&Cache>,
+    keep: Keep,
 ) -> Result<Corpus, crate::Error> {
     let bytes = AtomicU64::new(0);
     let spill = Arc::new(cache.map_or_else(Spill::new, Cache::spill));
     let slots: Vec<Mutex<Scratch>> = (0..rayon::current_num_threads()).map(|_| Mutex::default()).collect();
-    let work = worker::Work { cache, spill: &spill };
+    let records = keep == Keep::Records || cache.is_some();
+    let work = worker::Work {
+        cache,
+        spill: &spill,
+        records,
+    };
     let outcomes: Vec<worker::Settled> = files
         .par_iter()
         // One file per task: an idle core can take any file not yet begun. With runs of files
@@ -452,6 +488,7 @@ pub fn analyze_files(
     let mut corpus = Corpus {
         bytes: bytes.into_inner(),
         spill,
+        records_dropped: !records,
         ..Default::default()
     };
     // Exactly as many as there are: the sessions are most of what a scan keeps in memory.

@@ -17,6 +17,8 @@ use crate::usage::{Totals, UsageRecord};
 pub(super) struct Work<'a> {
     pub cache: Option<&'a Cache>,
     pub spill: &'a Spill,
+    /// Whether each call's full record is spilled (see [`super::Keep`]).
+    pub records: bool,
 }
 
 /// What a worker makes of a file.
@@ -141,18 +143,18 @@ impl Work<'_> {
                         }),
                         None,
                     ),
-                    Some(records) => transcript_outcome(f, record, &records),
+                    Some(records) => transcript_outcome(f, record, &records, self.records),
                 }
             }
-            FileAnalysis::Session(a) => Outcome::Session(Box::new(finished(f, &a))),
+            FileAnalysis::Session(a) => Outcome::Session(Box::new(finished(f, &a, self.records))),
         }
     }
 }
 
 /// A subagent transcript: its answers as billed calls.
-fn transcript_outcome(f: &FoundFile, record: FileRecord, records: &[TranscriptRecord]) -> Outcome {
+fn transcript_outcome(f: &FoundFile, record: FileRecord, records: &[TranscriptRecord], keep: bool) -> Outcome {
     let calls = crate::usage::transcript_records(records);
-    let (encoded, _) = encode_calls(&calls);
+    let (encoded, _) = encode_calls(&calls, keep);
     let first = records.iter().find(|r| r.run_id.is_some());
     let transcript = Transcript {
         calls: Calls::default(),
@@ -169,10 +171,10 @@ fn transcript_outcome(f: &FoundFile, record: FileRecord, records: &[TranscriptRe
 }
 
 /// An accepted session: its summary, facts and billed calls.
-fn finished(f: &FoundFile, a: &SessionAnalysis) -> Finished {
+fn finished(f: &FoundFile, a: &SessionAnalysis, keep: bool) -> Finished {
     let facts = SessionFacts::of(&f.rel, a);
     let records = &a.accounting.records;
-    let (calls, totals) = encode_calls(records);
+    let (calls, totals) = encode_calls(records, keep);
     let parent = &a.tree.header.parent_session;
     let session_id = a.tree.header.id.as_deref();
     let summary = SessionSummary {
@@ -357,8 +359,9 @@ fn record_totals(r: &UsageRecord) -> Totals {
     t
 }
 
-/// Billed calls in the spill's encoding, and their sum (in file order).
-fn encode_calls(records: &[UsageRecord]) -> (Encoded, Totals) {
+/// Billed calls in the spill's encoding (the full records only when `keep`), and their sum (in
+/// file order).
+fn encode_calls(records: &[UsageRecord], keep: bool) -> (Encoded, Totals) {
     let mut e = Encoded::default();
     spill::encode_identities(records.iter().map(|r| r.identity), &mut e.identities);
     let mut totals = Totals::default();
@@ -367,7 +370,9 @@ fn encode_calls(records: &[UsageRecord]) -> (Encoded, Totals) {
         &mut e.totals,
     );
     super::billed::encode(records, &mut e.billed);
-    spill::encode_records(records, &mut e.records);
+    if keep {
+        spill::encode_records(records, &mut e.records);
+    }
     (e, totals)
 }
 

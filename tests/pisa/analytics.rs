@@ -695,3 +695,45 @@ fn a_line_written_twice_is_one_call() {
     let daily = json_of(&["daily", "--json", "-q", "-z", "UTC", d]);
     assert_eq!(daily["totals"]["totalTokens"], 110);
 }
+
+/// A scan for a report keeps only what reports read of each call: the same calls, totals and
+/// report rows as a scan that keeps full records, and no full records (asking for them is an
+/// error, never an empty list). Through the cache, full records are kept anyway, for a later
+/// `export` to find.
+#[test]
+fn a_scan_for_reports_keeps_the_same_calls_without_full_records() {
+    use pisa::corpus::{Corpus, Keep, Quiet, scan_keeping};
+    let roots = [sample()];
+    let full = scan_keeping(&roots, &Quiet, None, Keep::Records).unwrap();
+    let lean = scan_keeping(&roots, &Quiet, None, Keep::Reports).unwrap();
+    assert_eq!(format!("{:?}", full.totals), format!("{:?}", lean.totals));
+    assert_eq!((full.calls, full.inherited_calls), (lean.calls, lean.inherited_calls));
+    let rows = |c: &Corpus| {
+        let mut rows = Vec::new();
+        c.each_billed(|f| {
+            rows.push(format!("{} {:?}", f.file.rel, f.read));
+            Ok::<_, std::io::Error>(())
+        })
+        .unwrap();
+        rows
+    };
+    assert_eq!(rows(&full), rows(&lean));
+    let records = |c: &Corpus| {
+        let mut n = 0;
+        c.each_file(|f| {
+            n += f.read.len();
+            Ok::<_, std::io::Error>(())
+        })
+        .map(|()| n)
+    };
+    let n = records(&full).unwrap();
+    assert!(n > 100, "{n} records");
+    assert!(records(&lean).is_err(), "a lean scan has no records to give");
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        let cache = pisa::corpus::cache::Cache::open(dir.path());
+        let cached = scan_keeping(&roots, &Quiet, Some(&cache), Keep::Reports).unwrap();
+        cache.save(&roots).unwrap();
+        assert_eq!(records(&cached).unwrap(), n);
+    }
+}
