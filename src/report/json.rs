@@ -130,14 +130,26 @@ pub fn sessions_document(
         "{{\"schemaVersion\":{},\"sessions\":[",
         super::rollup::SCHEMA_VERSION
     )?;
-    for (i, s) in c.sessions.iter().enumerate() {
-        if i > 0 {
-            out.write_all(b",")?;
+    // The documents of a window of sessions are read back and written out by every core, then
+    // printed in order: one core did it all after the scan, a tenth of the run.
+    use rayon::prelude::*;
+    const WINDOW: usize = 256;
+    for (w, window) in c.sessions.chunks(WINDOW).enumerate() {
+        let docs: Vec<std::io::Result<Vec<u8>>> = window
+            .par_iter()
+            .map(|s| {
+                let facts = c.facts(s)?;
+                let mut doc = session_document(s, &facts);
+                doc.pricing = pricing.map(|p| p.files.get(&s.rel).copied().unwrap_or_default());
+                Ok(serde_json::to_vec(&doc)?)
+            })
+            .collect();
+        for (i, doc) in docs.into_iter().enumerate() {
+            if w > 0 || i > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(&doc?)?;
         }
-        let facts = c.facts(s)?;
-        let mut doc = session_document(s, &facts);
-        doc.pricing = pricing.map(|p| p.files.get(&s.rel).copied().unwrap_or_default());
-        serde_json::to_writer(&mut *out, &doc)?;
     }
     out.write_all(b"],\"rejected\":")?;
     list(
