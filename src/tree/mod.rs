@@ -26,6 +26,9 @@ pub struct Tree {
     pub was_v1: bool,
     /// `byId`: id → index of the last entry with that id.
     pub by_id: HashMap<Key, u32>,
+    /// What `byId` gives for each entry's `parentId` (looked up once: walks up the tree are
+    /// most of a file's lookups, several per entry).
+    parents: Vec<Option<u32>>,
     /// `leafId`: the id of the last entry; `None` when there are no entries.
     pub leaf_id: Option<Key>,
     /// Why Pi's own code would throw on this file, if it would (pisa goes on).
@@ -72,6 +75,7 @@ impl Tree {
         for (i, e) in entries.iter().enumerate() {
             by_id.insert(e.id.clone(), i as u32);
         }
+        let parents = entries.iter().map(|e| by_id.get(&e.parent).copied()).collect();
         let leaf_id = entries.last().map(|e| e.id.clone());
         Some(Tree {
             header,
@@ -81,6 +85,7 @@ impl Tree {
             migrated_from,
             was_v1,
             by_id,
+            parents,
             leaf_id,
             pi_error,
         })
@@ -137,9 +142,8 @@ impl Tree {
                 break;
             }
             path.entries.push(i);
-            let parent = &self.entries[i as usize].parent;
-            cur = if parent.truthy() {
-                self.by_id.get(parent).copied()
+            cur = if self.entries[i as usize].parent.truthy() {
+                self.parents[i as usize]
             } else {
                 None
             };
@@ -152,7 +156,8 @@ impl Tree {
     pub fn root_count(&self) -> u64 {
         self.entries
             .iter()
-            .filter(|e| e.parent == Key::Null || e.parent == e.id || !self.by_id.contains_key(&e.parent))
+            .zip(&self.parents)
+            .filter(|(e, parent)| e.parent == Key::Null || e.parent == e.id || parent.is_none())
             .count() as u64
     }
 
