@@ -95,9 +95,15 @@ pub fn message(line: &[u8], line_no: u32, offset: u64, usage: &mut dyn FnMut(&[u
             l.lit(br#","model":""#)?;
             m.model = string(l.plain()?);
             l.lit(br#","usage":"#)?;
-            let n = object_end(l.rest())?;
-            let object = &l.rest()[..n];
-            m.usage = Some(pi_usage(object).or_else(|| usage(object))?);
+            let rest = l.rest();
+            let (u, n) = match pi_usage(rest) {
+                Some(read) => read,
+                None => {
+                    let n = object_end(rest)?;
+                    (usage(&rest[..n])?, n)
+                }
+            };
+            m.usage = Some(u);
             l.at += n;
             (m.has_usage_key, m.usage_truthy) = (true, true);
             l.lit(br#","stopReason":""#)?;
@@ -133,8 +139,9 @@ pub fn message(line: &[u8], line_no: u32, offset: u64, usage: &mut dyn FnMut(&[u
     })
 }
 
-/// An assistant message's usage object in the form Pi writes it, read as `extract::usage_of`
-/// reads it; `None` for any other object (which then goes through simd-json):
+/// An assistant message's usage object at the start of `bytes` in the form Pi writes it, read as
+/// `extract::usage_of` reads it, and its length; `None` for any other object (which then goes
+/// through simd-json):
 ///
 /// ```text
 /// {"input":N,"output":N,"cacheRead":N,"cacheWrite":N[,"cacheWrite1h":N][,"reasoning":N],"totalTokens":N,
@@ -144,8 +151,8 @@ pub fn message(line: &[u8], line_no: u32, offset: u64, usage: &mut dyn FnMut(&[u
 /// with `N` an integer of at most 15 digits and `F` a non-negative number as `JSON.stringify`
 /// writes one (`0.0001236`, `5e-7`). Parsed to the nearest double, as `JSON.parse` and simd-json
 /// parse it. Every key read once, no other key: nothing is odd, nothing throws.
-fn pi_usage(object: &[u8]) -> Option<Usage> {
-    let mut c = Cursor { b: object, at: 0 };
+fn pi_usage(bytes: &[u8]) -> Option<(Usage, usize)> {
+    let mut c = Cursor { b: bytes, at: 0 };
     let mut u = Usage {
         input: f64::NAN,
         output: f64::NAN,
@@ -197,7 +204,57 @@ fn pi_usage(object: &[u8]) -> Option<Usage> {
         }
     }
     c.lit(b"}}")?;
-    (c.at == object.len()).then_some(u)
+    Some((u, c.at))
+}
+
+/// The double nearest a number token of the form `[0-9]+(.[0-9]+)?(e[+-][0-9]+)?` when
+/// Clinger's fast path gives it: its digits as an integer `w` of at most 2^53 and a power of ten
+/// `10^k` with `|k| <= 22`, both exact doubles, so that the one rounding of `w * 10^k` or
+/// `w / 10^-k` is the nearest double (W. D. Clinger, "How to Read Floating Point Numbers
+/// Accurately", 1990). `None` when it does not (the caller parses the token in full).
+fn exact_decimal(token: &[u8]) -> Option<f64> {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+        1e20, 1e21, 1e22,
+    ];
+    let (digits, exp) = match token.iter().position(|&c| c == b'e') {
+        Some(e) => {
+            let (sign, n) = (token[e + 1], &token[e + 2..]);
+            if n.len() > 3 {
+                return None;
+            }
+            let n = n.iter().fold(0i32, |a, &d| a * 10 + i32::from(d - b'0'));
+            (&token[..e], if sign == b'-' { -n } else { n })
+        }
+        None => (token, 0),
+    };
+    let (mut w, mut count, mut fraction) = (0u64, 0usize, 0i32);
+    let mut after_point = false;
+    for &c in digits {
+        if c == b'.' {
+            after_point = true;
+            continue;
+        }
+        // Leading zeros add no digit to `w`.
+        if w > 0 || c != b'0' {
+            count += 1;
+        }
+        if count > 19 {
+            return None;
+        }
+        w = w * 10 + u64::from(c - b'0');
+        fraction += i32::from(after_point);
+    }
+    let k = exp - fraction;
+    if w > 1 << 53 || !(-22..=22).contains(&k) {
+        return None;
+    }
+    let w = w as f64;
+    Some(if k < 0 {
+        w / POW10[(-k) as usize]
+    } else {
+        w * POW10[k as usize]
+    })
 }
 
 /// The length of the object at the start of `bytes` if it is one whose strings hold no escape:
@@ -327,8 +384,11 @@ impl<'a> Cursor<'a> {
         if end == int {
             return self.integer();
         }
-        // SAFETY: the token is ASCII digits, `.`, `e`, `+` and `-`.
-        let value: f64 = unsafe { std::str::from_utf8_unchecked(&rest[..end]) }.parse().ok()?;
+        let value = match exact_decimal(&rest[..end]) {
+            Some(v) => v,
+            // SAFETY: the token is ASCII digits, `.`, `e`, `+` and `-`.
+            None => unsafe { std::str::from_utf8_unchecked(&rest[..end]) }.parse().ok()?,
+        };
         // Beyond the doubles `JSON.parse` gives Infinity, which simd-json refuses: the repair's.
         if !value.is_finite() {
             return None;
@@ -805,12 +865,14 @@ mod tests {
                 _ => {}
             }
             o += if plain || next() % 8 != 0 { "}}" } else { "},\"x\":1}" };
-            let fast = super::pi_usage(o.as_bytes());
+            // What follows the object in a line.
+            let fast = super::pi_usage(format!(r#"{o},"stopReason":"stop"}}"#).as_bytes());
             if plain {
                 assert!(fast.is_some(), "{o}");
                 pi_form += 1;
             }
-            let Some(fast) = fast else { continue };
+            let Some((fast, len)) = fast else { continue };
+            assert_eq!(len, o.len(), "{o}");
             read += 1;
             let mut bytes = o.clone().into_bytes();
             let tape = simd_json::to_tape_with_buffers(&mut bytes, &mut buffers).unwrap_or_else(|e| panic!("{o}: {e}"));
@@ -818,6 +880,46 @@ mod tests {
             assert_eq!(format!("{:?}", Some(fast)), format!("{whole:?}"), "{o}");
         }
         assert!(read > pi_form + 1000, "{read} read, {pi_form} of them plain");
+    }
+
+    /// Clinger's fast path gives the nearest double (as Rust's and simd-json's parsers do)
+    /// wherever it takes a token: random doubles written as JavaScript writes them, and random
+    /// short decimals with exponents.
+    #[test]
+    fn exact_decimals_are_the_nearest_doubles() {
+        let mut seed = 0x5DEE_CE66_D1CE_4E5Bu64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut taken = 0;
+        for case in 0..200_000 {
+            let token = match case % 3 {
+                0 => {
+                    let f = f64::from_bits(next() >> 2);
+                    crate::js::number_to_string(if f.is_finite() { f } else { 1.5 })
+                }
+                1 => crate::js::number_to_string((next() % 10_000_000) as f64 / 10f64.powi((next() % 12) as i32)),
+                _ => format!(
+                    "{}.{:0width$}e{}{}",
+                    next() % 1000,
+                    next() % 100_000,
+                    if next() % 2 == 0 { '-' } else { '+' },
+                    next() % 30,
+                    width = (next() % 8) as usize
+                ),
+            };
+            if token.contains('-') && !token.contains("e-") {
+                continue;
+            }
+            if let Some(v) = super::exact_decimal(token.as_bytes()) {
+                taken += 1;
+                assert_eq!(v.to_bits(), token.parse::<f64>().unwrap().to_bits(), "{token}");
+            }
+        }
+        assert!(taken > 50_000, "{taken} taken");
     }
 
     /// Pi's form, whatever the payload `measure` takes: the fast path reads every variant of it
