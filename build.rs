@@ -5,6 +5,8 @@
 //!
 //! - `pisa_avx2`: this machine has AVX2, POPCNT and BMI1, with which pisa measures text payloads
 //!   before simd-json (`parse/measure.rs`); without them that path is never taken.
+//! - `pisa_avx512`: it also has AVX-512F and AVX-512BW, with which pisa measures them where the
+//!   CPU has them.
 //! - `pisa_can_deny_reads`: a test can make a file unreadable to pisa: the tests do not run as
 //!   root, or they do and `setpriv` is installed and the process holds `CAP_SETPCAP`, so that
 //!   `setpriv` can drop `CAP_DAC_OVERRIDE` (which lets root read a `chmod 000` file).
@@ -16,6 +18,7 @@ fn main() {
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rustc-check-cfg=cfg(pisa_avx2)");
     println!("cargo::rustc-check-cfg=cfg(pisa_can_deny_reads)");
+    println!("cargo::rustc-check-cfg=cfg(pisa_avx512)");
 
     #[cfg(target_arch = "x86_64")]
     if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64")
@@ -24,6 +27,9 @@ fn main() {
         && std::arch::is_x86_feature_detected!("bmi1")
     {
         println!("cargo::rustc-cfg=pisa_avx2");
+        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512bw") {
+            println!("cargo::rustc-cfg=pisa_avx512");
+        }
     }
 
     if can_deny_reads() {

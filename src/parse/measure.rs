@@ -26,6 +26,11 @@ pub struct Lengths {
 /// otherwise, or when this machine cannot measure it fast.
 pub fn json_string(payload: &[u8]) -> Option<(usize, Lengths)> {
     #[cfg(target_arch = "x86_64")]
+    if avx512::available() {
+        // SAFETY: this CPU has the features `avx512::json_string` is compiled for.
+        return unsafe { avx512::json_string(payload) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if avx2::available() {
         // SAFETY: this CPU has the features `avx2::json_string` is compiled for.
         return unsafe { avx2::json_string(payload) };
@@ -223,6 +228,122 @@ mod avx2 {
     }
 }
 
+/// The masks with AVX-512: each is one compare of the whole block into a 64-bit mask register,
+/// where AVX2 needs two compares, two moves out of vector registers and a shift.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::{
+        __m512i, _mm_setr_epi8, _mm512_and_si512, _mm512_broadcast_i32x4, _mm512_cmpeq_epi8_mask,
+        _mm512_cmpge_epu8_mask, _mm512_cmplt_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_loadu_si512,
+        _mm512_movepi8_mask, _mm512_set1_epi8, _mm512_shuffle_epi8, _mm512_srli_epi16, _mm512_test_epi8_mask,
+        _mm512_testn_epi8_mask,
+    };
+
+    use super::{Basic, Escapes, Kernel, Lengths, Utf8, measure};
+
+    /// Whether this CPU has AVX-512 (foundation and byte/word instructions), POPCNT and BMI1.
+    pub fn available() -> bool {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("popcnt")
+            && std::arch::is_x86_feature_detected!("bmi1")
+    }
+
+    /// [`super::json_string`] with AVX-512 masks.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have AVX-512F, AVX-512BW, POPCNT and BMI1 ([`available`]).
+    #[target_feature(enable = "avx512f,avx512bw,popcnt,bmi1")]
+    pub unsafe fn json_string(payload: &[u8]) -> Option<(usize, Lengths)> {
+        measure(payload, &Avx512(()))
+    }
+
+    /// The AVX-512 masks, made only where the CPU has AVX-512F and AVX-512BW.
+    pub(super) struct Avx512(());
+
+    impl Avx512 {
+        /// The masks, if this CPU has them.
+        #[cfg(test)]
+        pub(super) fn new() -> Option<Self> {
+            available().then_some(Avx512(()))
+        }
+
+        #[target_feature(enable = "avx512f,avx512bw")]
+        #[inline]
+        fn load(block: &[u8; 64]) -> __m512i {
+            // SAFETY: the 64 bytes read are `block`.
+            unsafe { _mm512_loadu_si512(block.as_ptr().cast()) }
+        }
+
+        #[target_feature(enable = "avx512f,avx512bw")]
+        #[inline]
+        fn basic(&self, block: &[u8; 64]) -> Basic {
+            let v = Self::load(block);
+            let set = |b: u8| _mm512_set1_epi8(b as i8);
+            Basic {
+                quote: _mm512_cmpeq_epi8_mask(v, set(b'"')),
+                backslash: _mm512_cmpeq_epi8_mask(v, set(b'\\')),
+                control: _mm512_cmplt_epu8_mask(v, set(0x20)),
+                high: _mm512_movepi8_mask(v),
+            }
+        }
+
+        #[target_feature(enable = "avx512f,avx512bw")]
+        #[inline]
+        fn utf8(&self, block: &[u8; 64]) -> Utf8 {
+            let v = Self::load(block);
+            Utf8 {
+                // 0x80..=0xBF are the signed bytes below -64 (0xC0).
+                continuation: _mm512_cmplt_epi8_mask(v, _mm512_set1_epi8(0xC0u8 as i8)),
+                four: _mm512_cmpge_epu8_mask(v, _mm512_set1_epi8(0xF0u8 as i8)),
+            }
+        }
+
+        /// The nibble lookups of the AVX2 kernel (see there), four 16-byte lanes at a time.
+        #[target_feature(enable = "avx512f,avx512bw")]
+        #[inline]
+        fn escapes(&self, block: &[u8; 64]) -> Escapes {
+            let v = Self::load(block);
+            #[rustfmt::skip]
+            let low = _mm512_broadcast_i32x4(_mm_setr_epi8(
+                0, 0, 13, 0, 8, 0x88u8 as i8, 4, 0, 0, 0, 0, 0, 2, 0, 4, 0x41,
+            ));
+            #[rustfmt::skip]
+            let high = _mm512_broadcast_i32x4(_mm_setr_epi8(
+                0, 0, 0x41, 0, 0, 2, 4, 0x88u8 as i8, 0, 0, 0, 0, 0, 0, 0, 0,
+            ));
+            let nibble = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
+            let class = _mm512_and_si512(_mm512_shuffle_epi8(low, v), _mm512_shuffle_epi8(high, nibble));
+            Escapes {
+                not_escapable: _mm512_testn_epi8_mask(class, class),
+                u: _mm512_movepi8_mask(class),
+                slash: _mm512_test_epi8_mask(class, _mm512_set1_epi8(0x40)),
+            }
+        }
+    }
+
+    impl Kernel for Avx512 {
+        #[inline(always)]
+        fn basic(&self, block: &[u8; 64]) -> Basic {
+            // SAFETY: an `Avx512` is made only where the CPU has AVX-512F and AVX-512BW.
+            unsafe { Avx512::basic(self, block) }
+        }
+
+        #[inline(always)]
+        fn utf8(&self, block: &[u8; 64]) -> Utf8 {
+            // SAFETY: as above.
+            unsafe { Avx512::utf8(self, block) }
+        }
+
+        #[inline(always)]
+        fn escapes(&self, block: &[u8; 64]) -> Escapes {
+            // SAFETY: as above.
+            unsafe { Avx512::escapes(self, block) }
+        }
+    }
+}
+
 /// The masks one byte at a time (the reference for tests).
 #[cfg(test)]
 struct Portable;
@@ -287,7 +408,9 @@ fn measure(payload: &[u8], kernel: &impl Kernel) -> Option<(usize, Lengths)> {
     // Bytes counted as UTF-16 units (escapes included as written), escapes, `\/` escapes,
     // `\u` escapes and what the latter add to JSON.stringify's length.
     let (mut raw, mut escapes, mut slashes, mut us, mut u_extra) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    let mut high = false;
+    // Where the first block with a byte that is not ASCII starts: the bytes before it are
+    // ASCII, so a character starts there, and only the rest needs checking as UTF-8.
+    let mut high = None;
     // The first byte of the next block is escaped (a backslash ended this one).
     let mut carry = 0u64;
     // The low half of a surrogate pair, handled with its high half.
@@ -326,7 +449,7 @@ fn measure(payload: &[u8], kernel: &impl Kernel) -> Option<(usize, Lengths)> {
         if m.high & inside == 0 {
             raw += u64::from(inside.count_ones());
         } else {
-            high = true;
+            high.get_or_insert(pos);
             let u = kernel.utf8(block);
             raw += u64::from((!u.continuation & inside).count_ones() + (u.four & inside).count_ones());
         }
@@ -364,8 +487,8 @@ fn measure(payload: &[u8], kernel: &impl Kernel) -> Option<(usize, Lengths)> {
         }
         if quote != 0 {
             let end = pos + quote.trailing_zeros() as usize;
-            if high {
-                simdutf8::basic::from_utf8(&payload[..end]).ok()?;
+            if let Some(from) = high {
+                simdutf8::basic::from_utf8(&payload[from..end]).ok()?;
             }
             // `\X` is one unit for two bytes, `\uXXXX` one for six.
             let units = raw - escapes - 4 * us;
@@ -483,17 +606,26 @@ fn object_key(
     if bytes.get(at) != Some(&b'"') {
         return None;
     }
-    // Keys are short and plain: up to the quote, no escape, no control character.
-    let n = memchr::memchr2(b'"', b'\\', &bytes[at + 1..])?;
-    let key = &bytes[at + 1..at + 1 + n];
-    if bytes[at + 1 + n] != b'"'
-        || key.iter().any(|&b| b < 0x20)
-        || *key_count == keys.len()
-        || *key_count - first_key == MAX_OBJECT_KEYS
-    {
+    // Keys are short and plain: up to the quote, no escape, no control character. One loop
+    // over their few bytes (a search call and two more passes cost more).
+    let rest = &bytes[at + 1..];
+    let (mut n, mut ascii) = (0, true);
+    loop {
+        match *rest.get(n)? {
+            b'"' => break,
+            b'\\' | 0..0x20 => return None,
+            c => ascii &= c < 0x80,
+        }
+        n += 1;
+    }
+    let key = &rest[..n];
+    if *key_count == keys.len() || *key_count - first_key == MAX_OBJECT_KEYS {
         return None;
     }
-    let units = crate::js::utf16_len(std::str::from_utf8(key).ok()?);
+    let units = match ascii {
+        true => n as u64,
+        false => crate::js::utf16_len(std::str::from_utf8(key).ok()?),
+    };
     let seen = |&(start, len): &(u32, u32)| bytes.get(start as usize..start as usize + len as usize) == Some(key);
     if keys[first_key..*key_count].iter().any(seen) {
         return None;
@@ -623,7 +755,7 @@ mod tests {
             b"01",
             b"1.",
         ];
-        const KEYS: [&[u8]; 8] = [
+        const KEYS: [&[u8]; 10] = [
             b"path",
             b"edits",
             b"oldText",
@@ -632,6 +764,8 @@ mod tests {
             b"",
             b"__proto__",
             b"path",
+            "ключ".as_bytes(),
+            "😀é".as_bytes(),
         ];
         let pick = |next: &mut dyn FnMut() -> u64, n: usize| (next() % n as u64) as usize;
         match if depth > 5 { 2 + pick(next, 3) } else { pick(next, 5) } {
@@ -754,6 +888,33 @@ mod tests {
             assert_eq!(a.utf8(&block), p.utf8(&block), "{block:?}");
             assert_eq!(a.escapes(&block), p.escapes(&block), "{block:?}");
         }
+    }
+
+    /// The same for the AVX-512 masks.
+    #[test]
+    #[cfg_attr(not(pisa_avx512), ignore = "this machine lacks AVX-512F or AVX-512BW")]
+    #[cfg(target_arch = "x86_64")]
+    fn avx512_masks_equal_the_portable_ones() {
+        let avx512 = avx512::Avx512::new().expect("the build script saw AVX-512F and AVX-512BW");
+        for shift in 0..4u8 {
+            let block: [u8; 64] = std::array::from_fn(|i| (i as u8).wrapping_mul(4).wrapping_add(shift));
+            let (a, p) = (&avx512, &Portable);
+            assert_eq!(a.basic(&block), p.basic(&block), "{block:?}");
+            assert_eq!(a.utf8(&block), p.utf8(&block), "{block:?}");
+            assert_eq!(a.escapes(&block), p.escapes(&block), "{block:?}");
+        }
+    }
+
+    /// Both x86 kernels through the whole measure (whichever `json_string` picks is tested by
+    /// [`avx2_blocks_measure_as_a_scalar_walk`]).
+    #[test]
+    #[cfg_attr(not(pisa_avx512), ignore = "this machine lacks AVX-512F or AVX-512BW")]
+    #[cfg(target_arch = "x86_64")]
+    fn avx512_and_avx2_blocks_measure_as_a_scalar_walk() {
+        let avx512 = avx512::Avx512::new().expect("the build script saw AVX-512F and AVX-512BW");
+        blocks_measure_as_a_scalar_walk(|p| measure(p, &avx512));
+        let avx2 = avx2::Avx2::new();
+        blocks_measure_as_a_scalar_walk(|p| measure(p, &avx2));
     }
 
     /// The same with this machine's AVX2 masks.
