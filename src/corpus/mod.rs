@@ -273,9 +273,10 @@ pub enum Keep {
     /// Full records as well as what reports read: for `export` and `query`.
     #[default]
     Records,
-    /// Only what reports read ([`billed`]'s fixed-width rows): `sessions` and the reports. Full
-    /// records took a fifth of the work after parsing and most of the spill's bytes. A scan
-    /// through the cache keeps full records anyway, so that a later `export` finds them there.
+    /// Only what reports read ([`billed`]'s fixed-width rows): `sessions` and the reports.
+    /// Encoding and spilling full records was 3 % of a scan's instructions and most of the
+    /// spill's bytes. A scan through the cache keeps full records anyway, so that a later
+    /// `export` finds them there.
     Reports,
 }
 
