@@ -265,18 +265,24 @@ pub struct Corpus {
     /// The scan kept only what reports read of each call ([`Keep::Reports`]): there are no full
     /// records to read back.
     pub records_dropped: bool,
+    /// The scan kept only each call's full record ([`Keep::Records`]): there are no report rows
+    /// to read back.
+    pub billed_dropped: bool,
 }
 
 /// What a scan keeps of each billed call for after the scan, besides its identity and totals.
+/// A scan through the cache keeps both forms whatever it is asked, so that a later command
+/// finds what it reads there.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Keep {
-    /// Full records as well as what reports read: for `export` and `query`.
+    /// The full records and the rows reports read.
     #[default]
+    All,
+    /// Only the full records: `export` and `query`, which read nothing else of a call.
     Records,
     /// Only what reports read ([`billed`]'s fixed-width rows): `sessions` and the reports.
     /// Encoding and spilling full records was 3 % of a scan's instructions and most of the
-    /// spill's bytes. A scan through the cache keeps full records anyway, so that a later
-    /// `export` finds them there.
+    /// spill's bytes.
     Reports,
 }
 
@@ -344,6 +350,11 @@ impl Corpus {
 
     /// What reports need of the billed calls of a file, read back from the spill.
     pub fn billed(&self, calls: &Calls) -> std::io::Result<billed::BilledCalls> {
+        if self.billed_dropped && calls.count > 0 {
+            return Err(std::io::Error::other(
+                "pisa scanned for an export and kept no report rows of billed calls (a bug in pisa: please report it)",
+            ));
+        }
         billed::BilledCalls::new(self.spill.get(calls.billed)?)
     }
 
@@ -441,7 +452,7 @@ impl SessionSummary {
 /// Find the session files under `roots` and analyse them, through `cache` when given (the
 /// result is the same without it).
 pub fn scan(roots: &[PathBuf], progress: &dyn Progress, cache: Option<&Cache>) -> Result<Corpus, crate::Error> {
-    scan_keeping(roots, progress, cache, Keep::Records)
+    scan_keeping(roots, progress, cache, Keep::All)
 }
 
 /// [`scan`], keeping `keep` of each billed call.
@@ -468,11 +479,13 @@ pub fn analyze_files(
     let bytes = AtomicU64::new(0);
     let spill = Arc::new(cache.map_or_else(Spill::new, Cache::spill));
     let slots: Vec<Mutex<Scratch>> = (0..rayon::current_num_threads()).map(|_| Mutex::default()).collect();
-    let records = keep == Keep::Records || cache.is_some();
+    let records = keep != Keep::Reports || cache.is_some();
+    let billed = keep != Keep::Records || cache.is_some();
     let work = worker::Work {
         cache,
         spill: &spill,
         records,
+        billed,
     };
     let outcomes: Vec<worker::Settled> = files
         .par_iter()
@@ -490,6 +503,7 @@ pub fn analyze_files(
         bytes: bytes.into_inner(),
         spill,
         records_dropped: !records,
+        billed_dropped: !billed,
         ..Default::default()
     };
     // Exactly as many as there are: the sessions are most of what a scan keeps in memory.

@@ -19,6 +19,8 @@ pub(super) struct Work<'a> {
     pub spill: &'a Spill,
     /// Whether each call's full record is spilled (see [`super::Keep`]).
     pub records: bool,
+    /// Whether each call's report row is spilled.
+    pub billed: bool,
 }
 
 /// What a worker makes of a file.
@@ -143,16 +145,31 @@ impl Work<'_> {
                         }),
                         None,
                     ),
-                    Some(records) => transcript_outcome(f, record, &records, self.records),
+                    Some(records) => transcript_outcome(f, record, &records, self.forms()),
                 }
             }
-            FileAnalysis::Session(a) => Outcome::Session(Box::new(finished(f, &a, self.records))),
+            FileAnalysis::Session(a) => Outcome::Session(Box::new(finished(f, &a, self.forms()))),
+        }
+    }
+
+    /// Which forms of each call are spilled: full records, report rows.
+    fn forms(&self) -> Forms {
+        Forms {
+            records: self.records,
+            billed: self.billed,
         }
     }
 }
 
+/// Which forms of a file's calls [`encode_calls`] writes.
+#[derive(Debug, Clone, Copy)]
+struct Forms {
+    records: bool,
+    billed: bool,
+}
+
 /// A subagent transcript: its answers as billed calls.
-fn transcript_outcome(f: &FoundFile, record: FileRecord, records: &[TranscriptRecord], keep: bool) -> Outcome {
+fn transcript_outcome(f: &FoundFile, record: FileRecord, records: &[TranscriptRecord], keep: Forms) -> Outcome {
     let calls = crate::usage::transcript_records(records);
     let (encoded, _) = encode_calls(&calls, keep);
     let first = records.iter().find(|r| r.run_id.is_some());
@@ -171,7 +188,7 @@ fn transcript_outcome(f: &FoundFile, record: FileRecord, records: &[TranscriptRe
 }
 
 /// An accepted session: its summary, facts and billed calls.
-fn finished(f: &FoundFile, a: &SessionAnalysis, keep: bool) -> Finished {
+fn finished(f: &FoundFile, a: &SessionAnalysis, keep: Forms) -> Finished {
     let facts = SessionFacts::of(&f.rel, a);
     let records = &a.accounting.records;
     let (calls, totals) = encode_calls(records, keep);
@@ -359,9 +376,9 @@ fn record_totals(r: &UsageRecord) -> Totals {
     t
 }
 
-/// Billed calls in the spill's encoding (the full records only when `keep`), and their sum (in
-/// file order).
-fn encode_calls(records: &[UsageRecord], keep: bool) -> (Encoded, Totals) {
+/// Billed calls in the spill's encoding (the forms `keep` asks for), and their sum (in file
+/// order).
+fn encode_calls(records: &[UsageRecord], keep: Forms) -> (Encoded, Totals) {
     let mut e = Encoded::default();
     spill::encode_identities(records.iter().map(|r| r.identity), &mut e.identities);
     let mut totals = Totals::default();
@@ -369,8 +386,10 @@ fn encode_calls(records: &[UsageRecord], keep: bool) -> (Encoded, Totals) {
         records.iter().map(record_totals).inspect(|t| totals.merge(t)),
         &mut e.totals,
     );
-    super::billed::encode(records, &mut e.billed);
-    if keep {
+    if keep.billed {
+        super::billed::encode(records, &mut e.billed);
+    }
+    if keep.records {
         spill::encode_records(records, &mut e.records);
     }
     (e, totals)

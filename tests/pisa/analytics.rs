@@ -696,44 +696,52 @@ fn a_line_written_twice_is_one_call() {
     assert_eq!(daily["totals"]["totalTokens"], 110);
 }
 
-/// A scan for a report keeps only what reports read of each call: the same calls, totals and
-/// report rows as a scan that keeps full records, and no full records (asking for them is an
-/// error, never an empty list). Through the cache, full records are kept anyway, for a later
-/// `export` to find.
+/// A scan for a report keeps only what reports read of each call, a scan for an export only the
+/// full records: the same calls, totals, report rows and records as a scan that keeps both, and
+/// not the other form (asking for it is an error, never an empty list). Through the cache both
+/// are kept anyway, for a later command to find.
 #[test]
-fn a_scan_for_reports_keeps_the_same_calls_without_full_records() {
+fn scans_for_reports_and_exports_keep_the_same_calls_in_one_form() {
     use pisa::corpus::{Corpus, Keep, Quiet, scan_keeping};
     let roots = [sample()];
-    let full = scan_keeping(&roots, &Quiet, None, Keep::Records).unwrap();
-    let lean = scan_keeping(&roots, &Quiet, None, Keep::Reports).unwrap();
-    assert_eq!(format!("{:?}", full.totals), format!("{:?}", lean.totals));
-    assert_eq!((full.calls, full.inherited_calls), (lean.calls, lean.inherited_calls));
+    let all = scan_keeping(&roots, &Quiet, None, Keep::All).unwrap();
+    let reports = scan_keeping(&roots, &Quiet, None, Keep::Reports).unwrap();
+    let records = scan_keeping(&roots, &Quiet, None, Keep::Records).unwrap();
+    for c in [&reports, &records] {
+        assert_eq!(format!("{:?}", all.totals), format!("{:?}", c.totals));
+        assert_eq!((all.calls, all.inherited_calls), (c.calls, c.inherited_calls));
+    }
     let rows = |c: &Corpus| {
         let mut rows = Vec::new();
         c.each_billed(|f| {
             rows.push(format!("{} {:?}", f.file.rel, f.read));
             Ok::<_, std::io::Error>(())
         })
-        .unwrap();
-        rows
+        .map(|()| rows)
     };
-    assert_eq!(rows(&full), rows(&lean));
-    let records = |c: &Corpus| {
-        let mut n = 0;
+    let full = |c: &Corpus| {
+        let mut full = Vec::new();
         c.each_file(|f| {
-            n += f.read.len();
+            full.push(format!("{} {:?}", f.file.rel, f.read));
             Ok::<_, std::io::Error>(())
         })
-        .map(|()| n)
+        .map(|()| full)
     };
-    let n = records(&full).unwrap();
-    assert!(n > 100, "{n} records");
-    assert!(records(&lean).is_err(), "a lean scan has no records to give");
+    let (all_rows, all_full) = (rows(&all).unwrap(), full(&all).unwrap());
+    assert!(all_full.len() > 10, "{} files with calls", all_full.len());
+    assert_eq!(rows(&reports).unwrap(), all_rows);
+    assert!(full(&reports).is_err(), "a scan for reports has no records to give");
+    assert_eq!(full(&records).unwrap(), all_full);
+    assert!(
+        rows(&records).is_err(),
+        "a scan for an export has no report rows to give"
+    );
     let dir = tempfile::tempdir().unwrap();
-    for _ in 0..2 {
+    for keep in [Keep::Reports, Keep::Records, Keep::Reports] {
         let cache = pisa::corpus::cache::Cache::open(dir.path());
-        let cached = scan_keeping(&roots, &Quiet, Some(&cache), Keep::Reports).unwrap();
+        let cached = scan_keeping(&roots, &Quiet, Some(&cache), keep).unwrap();
         cache.save(&roots).unwrap();
-        assert_eq!(records(&cached).unwrap(), n);
+        assert_eq!(rows(&cached).unwrap(), all_rows);
+        assert_eq!(full(&cached).unwrap(), all_full);
     }
 }
