@@ -171,32 +171,37 @@ fn pi_usage(bytes: &[u8]) -> Option<(Usage, usize)> {
         odd: None,
         join_throws: false,
     };
-    c.lit(br#"{"input":"#)?;
-    u.input = c.integer()?;
-    c.lit(br#","output":"#)?;
-    u.output = c.integer()?;
-    c.lit(br#","cacheRead":"#)?;
-    u.cache_read = c.integer()?;
-    c.lit(br#","cacheWrite":"#)?;
-    u.cache_write = c.integer()?;
-    if c.lit(br#","cacheWrite1h":"#).is_some() {
-        u.cache_write_1h = c.integer()?;
+    let tokens: [(&[u8], &mut f64); 4] = [
+        (br#"{"input":"#, &mut u.input),
+        (br#","output":"#, &mut u.output),
+        (br#","cacheRead":"#, &mut u.cache_read),
+        (br#","cacheWrite":"#, &mut u.cache_write),
+    ];
+    for (key, field) in tokens {
+        c.lit(key)?;
+        *field = c.integer()?;
     }
-    if c.lit(br#","reasoning":"#).is_some() {
-        u.reasoning = c.integer()?;
+    for (key, field) in [
+        (br#","cacheWrite1h":"#.as_slice(), &mut u.cache_write_1h),
+        (br#","reasoning":"#, &mut u.reasoning),
+    ] {
+        if c.lit(key).is_some() {
+            *field = c.integer()?;
+        }
     }
     c.lit(br#","totalTokens":"#)?;
     u.total_tokens = c.integer()?;
-    c.lit(br#","cost":{"input":"#)?;
-    u.cost_input = c.number()?;
-    c.lit(br#","output":"#)?;
-    u.cost_output = c.number()?;
-    c.lit(br#","cacheRead":"#)?;
-    u.cost_cache_read = c.number()?;
-    c.lit(br#","cacheWrite":"#)?;
-    u.cost_cache_write = c.number()?;
-    c.lit(br#","total":"#)?;
-    u.cost_total = c.number()?;
+    let costs: [(&[u8], &mut f64); 5] = [
+        (br#","cost":{"input":"#, &mut u.cost_input),
+        (br#","output":"#, &mut u.cost_output),
+        (br#","cacheRead":"#, &mut u.cost_cache_read),
+        (br#","cacheWrite":"#, &mut u.cost_cache_write),
+        (br#","total":"#, &mut u.cost_total),
+    ];
+    for (key, field) in costs {
+        c.lit(key)?;
+        *field = c.number()?;
+    }
     if c.lit(br#","totalFromProvider":"#).is_some() {
         u.cost_from_provider = c.lit(b"true").is_some();
         if !u.cost_from_provider {
