@@ -73,6 +73,18 @@ struct Escapes {
     slash: u64,
 }
 
+/// The characters that may follow a backslash, classed by nibble for one `pshufb` lookup per
+/// nibble (simdjson's method): a byte is one of `"\/bfnrtu` when the class bits of its low nibble
+/// (in `ESCAPE_LOW`) and of its high nibble (in `ESCAPE_HIGH`) share a bit. Bits 0-3 stand for the
+/// high nibbles 2, 5, 6 and 7; bit 7 is set for `u` alone (low 5 with high 7) and bit 6 for `/`
+/// alone (low F with high 2). A byte with its top bit set looks up 0 in `ESCAPE_LOW` (`pshufb`
+/// gives 0 for it): not escapable.
+#[cfg(target_arch = "x86_64")]
+const ESCAPE_LOW: [u8; 16] = [0, 0, 13, 0, 8, 0x88, 4, 0, 0, 0, 0, 0, 2, 0, 4, 0x41];
+/// See [`ESCAPE_LOW`].
+#[cfg(target_arch = "x86_64")]
+const ESCAPE_HIGH: [u8; 16] = [0, 0, 0x41, 0, 0, 2, 4, 0x88, 0, 0, 0, 0, 0, 0, 0, 0];
+
 /// How one block is read: the three sets of masks, each computed only when needed.
 trait Kernel {
     fn basic(&self, block: &[u8; 64]) -> Basic;
@@ -83,12 +95,12 @@ trait Kernel {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::{
-        __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8, _mm256_loadu_si256, _mm256_max_epu8,
-        _mm256_min_epu8, _mm256_movemask_epi8, _mm256_set1_epi8, _mm256_setr_epi8, _mm256_setzero_si256,
-        _mm256_shuffle_epi8, _mm256_slli_epi16, _mm256_srli_epi16,
+        __m256i, _mm_loadu_si128, _mm256_and_si256, _mm256_broadcastsi128_si256, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8,
+        _mm256_loadu_si256, _mm256_max_epu8, _mm256_min_epu8, _mm256_movemask_epi8, _mm256_set1_epi8,
+        _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_slli_epi16, _mm256_srli_epi16,
     };
 
-    use super::{Basic, Escapes, Kernel, Lengths, Utf8, measure};
+    use super::{Basic, ESCAPE_HIGH, ESCAPE_LOW, Escapes, Kernel, Lengths, Utf8, measure};
 
     /// Whether this CPU has AVX2, POPCNT and BMI1.
     pub fn available() -> bool {
@@ -172,25 +184,14 @@ mod avx2 {
             Utf8 { continuation, four }
         }
 
-        /// One lookup per nibble classifies the characters that may follow a backslash
-        /// (simdjson's method): a byte is one of `"\/bfnrtu` when the class bits of its low and its
-        /// high nibble share a bit. Bits 0-3 stand for the high nibbles 2, 5, 6 and 7; bit 7 is
-        /// set for `u` alone (low 5 with high 7) and bit 6 for `/` alone (low F with high 2).
+        /// The escape classes by one lookup per nibble ([`ESCAPE_LOW`]), in both 16-byte lanes.
         #[target_feature(enable = "avx2")]
         #[inline]
         fn escapes(&self, block: &[u8; 64]) -> Escapes {
-            #[rustfmt::skip]
-            let low = _mm256_setr_epi8(
-                0, 0, 13, 0, 8, 0x88u8 as i8, 4, 0, 0, 0, 0, 0, 2, 0, 4, 0x41,
-                0, 0, 13, 0, 8, 0x88u8 as i8, 4, 0, 0, 0, 0, 0, 2, 0, 4, 0x41,
-            );
-            #[rustfmt::skip]
-            let high = _mm256_setr_epi8(
-                0, 0, 0x41, 0, 0, 2, 4, 0x88u8 as i8, 0, 0, 0, 0, 0, 0, 0, 0,
-                0, 0, 0x41, 0, 0, 2, 4, 0x88u8 as i8, 0, 0, 0, 0, 0, 0, 0, 0,
-            );
+            // SAFETY: the 16 bytes read are the table's.
+            let table = |t: &[u8; 16]| _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(t.as_ptr().cast()) });
+            let (low, high) = (table(&ESCAPE_LOW), table(&ESCAPE_HIGH));
             let [not_escapable, u, slash] = bits(block, |v| {
-                // A byte with its top bit set looks up 0 in `low`: not escapable.
                 let nibble = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
                 let class = _mm256_and_si256(_mm256_shuffle_epi8(low, v), _mm256_shuffle_epi8(high, nibble));
                 [
@@ -233,13 +234,13 @@ mod avx2 {
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::{
-        __m512i, _mm_setr_epi8, _mm512_and_si512, _mm512_broadcast_i32x4, _mm512_cmpeq_epi8_mask,
+        __m512i, _mm_loadu_si128, _mm512_and_si512, _mm512_broadcast_i32x4, _mm512_cmpeq_epi8_mask,
         _mm512_cmpge_epu8_mask, _mm512_cmplt_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_loadu_si512,
         _mm512_movepi8_mask, _mm512_set1_epi8, _mm512_shuffle_epi8, _mm512_srli_epi16, _mm512_test_epi8_mask,
         _mm512_testn_epi8_mask,
     };
 
-    use super::{Basic, Escapes, Kernel, Lengths, Utf8, measure};
+    use super::{Basic, ESCAPE_HIGH, ESCAPE_LOW, Escapes, Kernel, Lengths, Utf8, measure};
 
     /// Whether this CPU has AVX-512 (foundation and byte/word instructions), POPCNT and BMI1.
     pub fn available() -> bool {
@@ -300,19 +301,14 @@ mod avx512 {
             }
         }
 
-        /// The nibble lookups of the AVX2 kernel (see there), four 16-byte lanes at a time.
+        /// The escape classes by one lookup per nibble ([`ESCAPE_LOW`]), in four 16-byte lanes.
         #[target_feature(enable = "avx512f,avx512bw")]
         #[inline]
         fn escapes(&self, block: &[u8; 64]) -> Escapes {
             let v = Self::load(block);
-            #[rustfmt::skip]
-            let low = _mm512_broadcast_i32x4(_mm_setr_epi8(
-                0, 0, 13, 0, 8, 0x88u8 as i8, 4, 0, 0, 0, 0, 0, 2, 0, 4, 0x41,
-            ));
-            #[rustfmt::skip]
-            let high = _mm512_broadcast_i32x4(_mm_setr_epi8(
-                0, 0, 0x41, 0, 0, 2, 4, 0x88u8 as i8, 0, 0, 0, 0, 0, 0, 0, 0,
-            ));
+            // SAFETY: the 16 bytes read are the table's.
+            let table = |t: &[u8; 16]| _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(t.as_ptr().cast()) });
+            let (low, high) = (table(&ESCAPE_LOW), table(&ESCAPE_HIGH));
             let nibble = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
             let class = _mm512_and_si512(_mm512_shuffle_epi8(low, v), _mm512_shuffle_epi8(high, nibble));
             Escapes {
@@ -880,13 +876,18 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     fn avx2_masks_equal_the_portable_ones() {
         assert!(available(), "the build script saw AVX2, POPCNT and BMI1");
-        let avx2 = avx2::Avx2::new();
+        masks_equal_the_portable_ones(&avx2::Avx2::new());
+    }
+
+    /// Every byte value at every place of four blocks: `kernel`'s masks equal [`Portable`]'s.
+    #[cfg(target_arch = "x86_64")]
+    fn masks_equal_the_portable_ones(kernel: &impl Kernel) {
         for shift in 0..4u8 {
             let block: [u8; 64] = std::array::from_fn(|i| (i as u8).wrapping_mul(4).wrapping_add(shift));
-            let (a, p) = (&avx2, &Portable);
-            assert_eq!(a.basic(&block), p.basic(&block), "{block:?}");
-            assert_eq!(a.utf8(&block), p.utf8(&block), "{block:?}");
-            assert_eq!(a.escapes(&block), p.escapes(&block), "{block:?}");
+            let p = &Portable;
+            assert_eq!(kernel.basic(&block), p.basic(&block), "{block:?}");
+            assert_eq!(kernel.utf8(&block), p.utf8(&block), "{block:?}");
+            assert_eq!(kernel.escapes(&block), p.escapes(&block), "{block:?}");
         }
     }
 
@@ -895,14 +896,7 @@ mod tests {
     #[cfg_attr(not(pisa_avx512), ignore = "this machine lacks AVX-512F or AVX-512BW")]
     #[cfg(target_arch = "x86_64")]
     fn avx512_masks_equal_the_portable_ones() {
-        let avx512 = avx512::Avx512::new().expect("the build script saw AVX-512F and AVX-512BW");
-        for shift in 0..4u8 {
-            let block: [u8; 64] = std::array::from_fn(|i| (i as u8).wrapping_mul(4).wrapping_add(shift));
-            let (a, p) = (&avx512, &Portable);
-            assert_eq!(a.basic(&block), p.basic(&block), "{block:?}");
-            assert_eq!(a.utf8(&block), p.utf8(&block), "{block:?}");
-            assert_eq!(a.escapes(&block), p.escapes(&block), "{block:?}");
-        }
+        masks_equal_the_portable_ones(&avx512::Avx512::new().expect("the build script saw AVX-512F and AVX-512BW"));
     }
 
     /// Both x86 kernels through the whole measure (whichever `json_string` picks is tested by
@@ -917,7 +911,8 @@ mod tests {
         blocks_measure_as_a_scalar_walk(|p| measure(p, &avx2));
     }
 
-    /// The same with this machine's AVX2 masks.
+    /// The same through [`json_string`], with the masks it takes on this machine (AVX-512 where the
+    /// CPU has it, else AVX2).
     #[test]
     #[cfg_attr(
         not(pisa_avx2),
