@@ -786,13 +786,7 @@ mod tests {
     /// what `extract::usage_of` reads from simd-json's tape, bit for bit; and it reads Pi's form.
     #[test]
     fn pi_usage_reads_as_simd_json() {
-        let mut seed = 0x0123_4567_89AB_CDEFu64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::parse::xorshift(0x0123_4567_89AB_CDEFu64);
         const NUMBERS: [&str; 22] = [
             "0",
             "1",
@@ -835,14 +829,14 @@ mod tests {
             let plain = case % 3 == 0;
             let mut o = String::from("{");
             let mut keys = vec!["input", "output", "cacheRead", "cacheWrite"];
-            if next() % 4 == 0 {
+            if next().is_multiple_of(4) {
                 keys.push("cacheWrite1h");
             }
-            if next() % 2 == 0 {
+            if next().is_multiple_of(2) {
                 keys.push("reasoning");
             }
             keys.push("totalTokens");
-            if !plain && next() % 8 == 0 {
+            if !plain && next().is_multiple_of(8) {
                 keys.swap(0, 1);
             }
             for k in keys {
@@ -869,7 +863,11 @@ mod tests {
                 2 if !plain => o += r#","totalFromProvider":1"#,
                 _ => {}
             }
-            o += if plain || next() % 8 != 0 { "}}" } else { "},\"x\":1}" };
+            o += if plain || !next().is_multiple_of(8) {
+                "}}"
+            } else {
+                "},\"x\":1}"
+            };
             // What follows the object in a line.
             let fast = super::pi_usage(format!(r#"{o},"stopReason":"stop"}}"#).as_bytes());
             if plain {
@@ -892,13 +890,7 @@ mod tests {
     /// short decimals with exponents.
     #[test]
     fn exact_decimals_are_the_nearest_doubles() {
-        let mut seed = 0x5DEE_CE66_D1CE_4E5Bu64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::parse::xorshift(0x5DEE_CE66_D1CE_4E5Bu64);
         let mut taken = 0;
         for case in 0..200_000 {
             let token = match case % 3 {
@@ -911,7 +903,7 @@ mod tests {
                     "{}.{:0width$}e{}{}",
                     next() % 1000,
                     next() % 100_000,
-                    if next() % 2 == 0 { '-' } else { '+' },
+                    if next().is_multiple_of(2) { '-' } else { '+' },
                     next() % 30,
                     width = (next() % 8) as usize
                 ),

@@ -817,13 +817,7 @@ mod tests {
     )]
     fn objects_measure_as_stringify() {
         assert!(available(), "the build script saw AVX2, POPCNT and BMI1");
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::parse::xorshift(0x2545_F491_4F6C_DD1Du64);
         let (mut measured, mut objects) = (0, 0);
         let mut buffers = simd_json::Buffers::default();
         for _ in 0..30_000 {
@@ -957,13 +951,7 @@ mod tests {
             b"x",
             b"\\\\\\\\",
         ];
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::parse::xorshift(0x9E37_79B9_7F4A_7C15u64);
         let mut cut_ones = 0;
         for case in 0..40_000 {
             let pieces = if case % 3 == 0 { PIECES.len() } else { 17 };
@@ -971,7 +959,7 @@ mod tests {
             for _ in 0..next() % 90 {
                 p.extend_from_slice(PIECES[(next() % pieces as u64) as usize]);
             }
-            if next() % 2 == 0 {
+            if next().is_multiple_of(2) {
                 p.extend_from_slice(b"\"rest\\\"");
             }
             let want = reference(&p);

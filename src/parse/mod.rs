@@ -728,6 +728,18 @@ fn describe(e: &Entry) -> String {
     }
 }
 
+/// The xorshift64 generator the parser's randomized tests draw from (the same sequence for the
+/// same seed, every run).
+#[cfg(test)]
+pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
