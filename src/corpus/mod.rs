@@ -329,6 +329,17 @@ pub struct FileCalls<'a, T> {
     pub read: T,
 }
 
+/// An error when a file's calls are asked for in a form the scan did not keep (`dropped`): a
+/// command read what it said it would not ([`Keep`]), a bug; never an empty list instead.
+fn refuse_dropped(dropped: bool, calls: &Calls, form: &str) -> std::io::Result<()> {
+    if dropped && calls.count > 0 {
+        return Err(std::io::Error::other(format!(
+            "pisa kept no {form} of the billed calls (a bug in pisa: please report it)"
+        )));
+    }
+    Ok(())
+}
+
 /// Files whose calls are read back at once (in parallel), at most.
 const WINDOW: usize = 64;
 /// Bytes of spilled calls read back at once, at most (unless one file holds more).
@@ -337,11 +348,7 @@ const WINDOW_BYTES: u64 = 4 << 20;
 impl Corpus {
     /// The billed calls of a file, read back from the spill.
     pub fn records(&self, calls: &Calls) -> std::io::Result<Vec<UsageRecord>> {
-        if self.records_dropped && calls.count > 0 {
-            return Err(std::io::Error::other(
-                "pisa scanned for a report and kept no full records of billed calls (a bug in pisa: please report it)",
-            ));
-        }
+        refuse_dropped(self.records_dropped, calls, "full records (it scanned for a report)")?;
         if calls.records.is_empty() {
             return Ok(Vec::new());
         }
@@ -350,11 +357,7 @@ impl Corpus {
 
     /// What reports need of the billed calls of a file, read back from the spill.
     pub fn billed(&self, calls: &Calls) -> std::io::Result<billed::BilledCalls> {
-        if self.billed_dropped && calls.count > 0 {
-            return Err(std::io::Error::other(
-                "pisa scanned for an export and kept no report rows of billed calls (a bug in pisa: please report it)",
-            ));
-        }
+        refuse_dropped(self.billed_dropped, calls, "report rows (it scanned for an export)")?;
         billed::BilledCalls::new(self.spill.get(calls.billed)?)
     }
 
@@ -479,13 +482,14 @@ pub fn analyze_files(
     let bytes = AtomicU64::new(0);
     let spill = Arc::new(cache.map_or_else(Spill::new, Cache::spill));
     let slots: Vec<Mutex<Scratch>> = (0..rayon::current_num_threads()).map(|_| Mutex::default()).collect();
-    let records = keep != Keep::Reports || cache.is_some();
-    let billed = keep != Keep::Records || cache.is_some();
+    let forms = worker::Forms {
+        records: keep != Keep::Reports || cache.is_some(),
+        billed: keep != Keep::Records || cache.is_some(),
+    };
     let work = worker::Work {
         cache,
         spill: &spill,
-        records,
-        billed,
+        forms,
     };
     let outcomes: Vec<worker::Settled> = files
         .par_iter()
@@ -502,8 +506,8 @@ pub fn analyze_files(
     let mut corpus = Corpus {
         bytes: bytes.into_inner(),
         spill,
-        records_dropped: !records,
-        billed_dropped: !billed,
+        records_dropped: !forms.records,
+        billed_dropped: !forms.billed,
         ..Default::default()
     };
     // Exactly as many as there are: the sessions are most of what a scan keeps in memory.

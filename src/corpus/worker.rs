@@ -17,10 +17,8 @@ use crate::usage::{Totals, UsageRecord};
 pub(super) struct Work<'a> {
     pub cache: Option<&'a Cache>,
     pub spill: &'a Spill,
-    /// Whether each call's full record is spilled (see [`super::Keep`]).
-    pub records: bool,
-    /// Whether each call's report row is spilled.
-    pub billed: bool,
+    /// Which forms of each call are spilled (see [`super::Keep`]).
+    pub forms: Forms,
 }
 
 /// What a worker makes of a file.
@@ -145,27 +143,21 @@ impl Work<'_> {
                         }),
                         None,
                     ),
-                    Some(records) => transcript_outcome(f, record, &records, self.forms()),
+                    Some(records) => transcript_outcome(f, record, &records, self.forms),
                 }
             }
-            FileAnalysis::Session(a) => Outcome::Session(Box::new(finished(f, &a, self.forms()))),
-        }
-    }
-
-    /// Which forms of each call are spilled: full records, report rows.
-    fn forms(&self) -> Forms {
-        Forms {
-            records: self.records,
-            billed: self.billed,
+            FileAnalysis::Session(a) => Outcome::Session(Box::new(finished(f, &a, self.forms))),
         }
     }
 }
 
 /// Which forms of a file's calls [`encode_calls`] writes.
 #[derive(Debug, Clone, Copy)]
-struct Forms {
-    records: bool,
-    billed: bool,
+pub(super) struct Forms {
+    /// Each call's full record.
+    pub records: bool,
+    /// Each call's report row ([`super::billed`]).
+    pub billed: bool,
 }
 
 /// A subagent transcript: its answers as billed calls.
