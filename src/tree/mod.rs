@@ -205,17 +205,21 @@ impl Tree {
 
     /// The thinking level and model of a path (`getSessionContextSettings`).
     pub fn settings(&self, path: &Path) -> (Jv, Option<(Jv, Jv)>) {
-        let mut thinking: Jv = Some("off".into());
+        // The last of each along the path, borrowed; only those two are copied (every
+        // assistant message names its model, and copying each was a tenth of a scan's
+        // allocations).
+        let mut thinking = None;
         let mut model = None;
         for &i in &path.entries {
             match &self.entries[i as usize].body {
-                Body::ThinkingLevel(t) => thinking = t.clone(),
-                Body::ModelChange(m) => model = Some((m.provider.clone(), m.model_id.clone())),
-                Body::Message(m) if m.role == Role::Assistant => model = Some((m.provider.clone(), m.model.clone())),
+                Body::ThinkingLevel(t) => thinking = Some(t),
+                Body::ModelChange(m) => model = Some((&m.provider, &m.model_id)),
+                Body::Message(m) if m.role == Role::Assistant => model = Some((&m.provider, &m.model)),
                 _ => {}
             }
         }
-        (thinking, model)
+        let thinking = thinking.map_or_else(|| Some("off".into()), Clone::clone);
+        (thinking, model.map(|(provider, id)| (provider.clone(), id.clone())))
     }
 }
 
