@@ -252,14 +252,14 @@ pub struct Message {
     pub model: Jv,
     #[serde(with = "crate::js::jv_text")]
     pub response_model: Jv,
-    pub api: Option<Box<str>>,
+    pub api: Option<compact_str::CompactString>,
     #[serde(with = "crate::js::jv_text")]
     pub stop_reason: Jv,
-    pub thinking_level: Option<Box<str>>,
+    pub thinking_level: Option<compact_str::CompactString>,
     /// `message.timestamp` (Unix ms) when a number.
     pub timestamp_ms: Option<f64>,
     /// `responseId` of an assistant message, when a string.
-    pub response_id: Option<Box<str>>,
+    pub response_id: Option<compact_str::CompactString>,
     /// A tool result's `details.results[].usage` (and `details.completions[].results[]`),
     /// where a subagent extension put its children's usage.
     pub children: Vec<ChildUsage>,

@@ -335,6 +335,7 @@ impl Scratch {
         let start = parser.offset();
         let mut buf = std::mem::take(&mut self.read);
         let size = file.metadata().map_or(0, |m| m.len());
+        parser.expect(size.saturating_sub(start));
         let threads = rayon::current_num_threads();
         let read = if size.saturating_sub(start) >= PARALLEL_MIN && threads > 1 {
             // A big file: pieces of several MB, each parsed by all cores.
@@ -385,6 +386,7 @@ impl Scratch {
     ) -> (ParsedFile, ResumePoint) {
         let mut parser = FileParser::new(prefix, self);
         let whole = memchr::memrchr(b'\n', rest).map_or(0, |i| i + 1);
+        parser.expect(whole as u64);
         let threads = rayon::current_num_threads();
         let parallel = whole as u64 >= PARALLEL_MIN && threads > 1;
         let mut helpers = std::mem::take(&mut self.helpers);
@@ -532,6 +534,16 @@ impl FileParser {
             scratch.unique = scratch.unique.max(prefix.unique);
         }
         p
+    }
+
+    /// Make room for the entries of `bytes` more bytes of lines, at about one per
+    /// `BYTES_PER_ENTRY`: growing the list one doubling at a time copied every entry once or
+    /// twice more (2 % of a scan's instructions).
+    pub fn expect(&mut self, bytes: u64) {
+        const BYTES_PER_ENTRY: u64 = 2048;
+        self.out
+            .entries
+            .reserve(usize::try_from(bytes / BYTES_PER_ENTRY).unwrap_or(0));
     }
 
     /// The file offset the next bytes must start at.

@@ -242,6 +242,13 @@ const TOOLS_KEY: &str = "Tools/summaries";
 /// Account every entry of a session. `on_path[i]` says whether entry `i` is on the active path.
 pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
     let mut a = Accountant::default();
+    // Most records are assistant messages' usage: room for those at once.
+    let answers = tree
+        .entries
+        .iter()
+        .filter(|e| matches!(&e.body, Body::Message(m) if m.usage.is_some()))
+        .count();
+    a.acc.records.reserve(answers);
     for (i, e) in tree.entries.iter().enumerate() {
         let active = on_path.get(i).copied().unwrap_or(false);
         a.entry(e, i as u32, active);
@@ -467,11 +474,11 @@ fn message_fields(r: &mut UsageRecord, m: &Message) {
     r.provider = opt_string(&m.provider);
     r.model = opt_string(&m.model);
     r.response_model = opt_string(&m.response_model);
-    r.api = m.api.as_deref().map(CompactString::from);
+    r.api = m.api.clone();
     r.stop_reason = opt_string(&m.stop_reason);
-    r.thinking_level = m.thinking_level.as_deref().map(CompactString::from);
+    r.thinking_level = m.thinking_level.clone();
     r.message_timestamp = m.timestamp_ms;
-    r.response_id = m.response_id.as_deref().map(CompactString::from);
+    r.response_id = m.response_id.clone();
 }
 
 /// A tool result's record, split where a subagent extension summed its children's usage into
