@@ -242,13 +242,18 @@ const TOOLS_KEY: &str = "Tools/summaries";
 /// Account every entry of a session. `on_path[i]` says whether entry `i` is on the active path.
 pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
     let mut a = Accountant::default();
-    // Most records are assistant messages' usage: room for those at once.
-    let answers = tree
+    // Room for the records at once (at most one per usage, one more per subagent child):
+    // growing the list copied each record again.
+    let records: usize = tree
         .entries
         .iter()
-        .filter(|e| matches!(&e.body, Body::Message(m) if m.usage.is_some()))
-        .count();
-    a.acc.records.reserve(answers);
+        .map(|e| match &e.body {
+            Body::Message(m) => usize::from(m.usage.is_some()) + m.children.len(),
+            Body::Usage(_) | Body::BranchSummary(_) | Body::Compaction(_) => 1,
+            _ => 0,
+        })
+        .sum();
+    a.acc.records.reserve(records);
     for (i, e) in tree.entries.iter().enumerate() {
         let active = on_path.get(i).copied().unwrap_or(false);
         a.entry(e, i as u32, active);
