@@ -179,7 +179,7 @@ pub fn tally<'a>(names: impl Iterator<Item = &'a str>) -> Vec<(String, u64)> {
     let mut few: Vec<(&str, u64)> = Vec::with_capacity(FEW);
     let mut map: hashbrown::HashMap<&str, u64> = hashbrown::HashMap::new();
     for n in names {
-        if let Some((_, count)) = few.iter_mut().find(|(k, _)| *k == n) {
+        if let Some((_, count)) = few.iter_mut().find(|(k, _)| std::ptr::eq(*k, n) || *k == n) {
             *count += 1;
         } else if few.len() < FEW {
             few.push((n, 1));
