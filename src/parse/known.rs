@@ -171,37 +171,37 @@ fn pi_usage(bytes: &[u8]) -> Option<(Usage, usize)> {
         odd: None,
         join_throws: false,
     };
-    let tokens: [(&[u8], &mut f64); 4] = [
-        (br#"{"input":"#, &mut u.input),
-        (br#","output":"#, &mut u.output),
-        (br#","cacheRead":"#, &mut u.cache_read),
-        (br#","cacheWrite":"#, &mut u.cache_write),
-    ];
-    for (key, field) in tokens {
-        c.lit(key)?;
-        *field = c.integer()?;
+    // Each key's compare written out (a loop over a table of keys compared through `memcmp`,
+    // its lengths unknown when compiling).
+    macro_rules! read {
+        ($how:ident: $($key:literal => $field:expr),+ $(,)?) => {
+            $(
+                c.lit($key)?;
+                $field = c.$how()?;
+            )+
+        };
     }
-    for (key, field) in [
-        (br#","cacheWrite1h":"#.as_slice(), &mut u.cache_write_1h),
-        (br#","reasoning":"#, &mut u.reasoning),
-    ] {
-        if c.lit(key).is_some() {
-            *field = c.integer()?;
-        }
+    read!(integer:
+        br#"{"input":"# => u.input,
+        br#","output":"# => u.output,
+        br#","cacheRead":"# => u.cache_read,
+        br#","cacheWrite":"# => u.cache_write,
+    );
+    if c.lit(br#","cacheWrite1h":"#).is_some() {
+        u.cache_write_1h = c.integer()?;
+    }
+    if c.lit(br#","reasoning":"#).is_some() {
+        u.reasoning = c.integer()?;
     }
     c.lit(br#","totalTokens":"#)?;
     u.total_tokens = c.integer()?;
-    let costs: [(&[u8], &mut f64); 5] = [
-        (br#","cost":{"input":"#, &mut u.cost_input),
-        (br#","output":"#, &mut u.cost_output),
-        (br#","cacheRead":"#, &mut u.cost_cache_read),
-        (br#","cacheWrite":"#, &mut u.cost_cache_write),
-        (br#","total":"#, &mut u.cost_total),
-    ];
-    for (key, field) in costs {
-        c.lit(key)?;
-        *field = c.number()?;
-    }
+    read!(number:
+        br#","cost":{"input":"# => u.cost_input,
+        br#","output":"# => u.cost_output,
+        br#","cacheRead":"# => u.cost_cache_read,
+        br#","cacheWrite":"# => u.cost_cache_write,
+        br#","total":"# => u.cost_total,
+    );
     if c.lit(br#","totalFromProvider":"#).is_some() {
         u.cost_from_provider = c.lit(b"true").is_some();
         if !u.cost_from_provider {
@@ -212,53 +212,92 @@ fn pi_usage(bytes: &[u8]) -> Option<(Usage, usize)> {
     Some((u, c.at))
 }
 
-/// The double nearest a number token of the form `[0-9]+(.[0-9]+)?(e[+-][0-9]+)?` when
-/// Clinger's fast path gives it: its digits as an integer `w` of at most 2^53 and a power of ten
-/// `10^k` with `|k| <= 22`, both exact doubles, so that the one rounding of `w * 10^k` or
-/// `w / 10^-k` is the nearest double (W. D. Clinger, "How to Read Floating Point Numbers
-/// Accurately", 1990). `None` when it does not (the caller parses the token in full).
-fn exact_decimal(token: &[u8]) -> Option<f64> {
+/// A number token at the start of some bytes, of the form `[0-9]+(.[0-9]+)?(e[+-][0-9]+)?`, read
+/// in one pass by [`decimal`].
+#[derive(Debug, Clone, Copy)]
+struct Decimal {
+    /// The token's length.
+    len: usize,
+    /// The length of its integer part.
+    int: usize,
+    /// Its digits as an integer, `None` past 19 significant digits.
+    w: Option<u64>,
+    /// The power of ten to scale `w` by (saturated far out of range).
+    k: i32,
+}
+
+/// Add the digits from `from` on to `w` (wrapping: `w` is only used for up to 19 significant
+/// digits, counted in `significant`); how many there were.
+fn digits(bytes: &[u8], from: usize, w: &mut u64, significant: &mut u32) -> usize {
+    let mut i = from;
+    while let Some(d) = bytes.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d < 10) {
+        // Leading zeros add no digit to `w`.
+        *significant += u32::from(*significant > 0 || d != 0);
+        *w = w.wrapping_mul(10).wrapping_add(u64::from(d));
+        i += 1;
+    }
+    i - from
+}
+
+/// The number token of the form [`Decimal`] at the start of `bytes`, if there is one whose
+/// integer part has no leading zero.
+fn decimal(bytes: &[u8]) -> Option<Decimal> {
+    let (mut w, mut significant) = (0u64, 0u32);
+    let int = digits(bytes, 0, &mut w, &mut significant);
+    if int == 0 || (int > 1 && bytes[0] == b'0') {
+        return None;
+    }
+    let (mut len, mut k) = (int, 0i32);
+    if bytes.get(len) == Some(&b'.') {
+        let fraction = digits(bytes, len + 1, &mut w, &mut significant);
+        if fraction == 0 {
+            return None;
+        }
+        len += 1 + fraction;
+        k = -i32::try_from(fraction).unwrap_or(i32::MAX);
+    }
+    if bytes.get(len) == Some(&b'e') {
+        let negative = match bytes.get(len + 1) {
+            Some(b'-') => true,
+            Some(b'+') => false,
+            _ => return None,
+        };
+        let (mut e, mut e_significant) = (0u64, 0u32);
+        let n = digits(bytes, len + 2, &mut e, &mut e_significant);
+        if n == 0 {
+            return None;
+        }
+        len += 2 + n;
+        // An exponent of more than four digits is far out of the fast path's range.
+        let e = if e_significant > 4 { 100_000 } else { e as i32 };
+        k = k.saturating_add(if negative { -e } else { e });
+    }
+    Some(Decimal {
+        len,
+        int,
+        w: (significant <= 19).then_some(w),
+        k,
+    })
+}
+
+/// The double nearest a [`Decimal`] when Clinger's fast path gives it: its digits as an
+/// integer `w` of at most 2^53 and a power of ten `10^k` with `|k| <= 22`, both exact doubles,
+/// so that the one rounding of `w * 10^k` or `w / 10^-k` is the nearest double (W. D. Clinger,
+/// "How to Read Floating Point Numbers Accurately", 1990). `None` when it does not (the caller
+/// parses the token in full).
+fn exact_decimal(d: &Decimal) -> Option<f64> {
     const POW10: [f64; 23] = [
         1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
         1e20, 1e21, 1e22,
     ];
-    let (digits, exp) = match token.iter().position(|&c| c == b'e') {
-        Some(e) => {
-            let (sign, n) = (token[e + 1], &token[e + 2..]);
-            if n.len() > 3 {
-                return None;
-            }
-            let n = n.iter().fold(0i32, |a, &d| a * 10 + i32::from(d - b'0'));
-            (&token[..e], if sign == b'-' { -n } else { n })
-        }
-        None => (token, 0),
-    };
-    let (mut w, mut count, mut fraction) = (0u64, 0usize, 0i32);
-    let mut after_point = false;
-    for &c in digits {
-        if c == b'.' {
-            after_point = true;
-            continue;
-        }
-        // Leading zeros add no digit to `w`.
-        if w > 0 || c != b'0' {
-            count += 1;
-        }
-        if count > 19 {
-            return None;
-        }
-        w = w * 10 + u64::from(c - b'0');
-        fraction += i32::from(after_point);
-    }
-    let k = exp - fraction;
-    if w > 1 << 53 || !(-22..=22).contains(&k) {
+    let w = d.w.filter(|&w| w <= 1 << 53)? as f64;
+    if !(-22..=22).contains(&d.k) {
         return None;
     }
-    let w = w as f64;
-    Some(if k < 0 {
-        w / POW10[(-k) as usize]
+    Some(if d.k < 0 {
+        w / POW10[d.k.unsigned_abs() as usize]
     } else {
-        w * POW10[k as usize]
+        w * POW10[d.k as usize]
     })
 }
 
@@ -349,11 +388,18 @@ impl<'a> Cursor<'a> {
     /// part of a number; the literal the caller reads next makes sure of that.
     fn integer(&mut self) -> Option<f64> {
         let rest = self.rest();
-        let digits = rest.iter().take(16).take_while(|c| c.is_ascii_digit()).count();
-        if digits == 0 || digits > 15 || (digits > 1 && rest[0] == b'0') {
+        // Digits read and added up in one pass.
+        let (mut digits, mut value) = (0, 0u64);
+        while let Some(d) = rest.get(digits).map(|c| c.wrapping_sub(b'0')).filter(|&d| d < 10) {
+            if digits == 15 {
+                return None;
+            }
+            value = value * 10 + u64::from(d);
+            digits += 1;
+        }
+        if digits == 0 || (digits > 1 && rest[0] == b'0') {
             return None;
         }
-        let value = rest[..digits].iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
         self.at += digits;
         Some(value as f64)
     }
@@ -363,33 +409,12 @@ impl<'a> Cursor<'a> {
     /// more than 15 digits is left to simd-json. What follows must not be a part of a number.
     fn number(&mut self) -> Option<f64> {
         let rest = self.rest();
-        let digits = |from: usize| rest[from..].iter().take_while(|c| c.is_ascii_digit()).count();
-        let int = digits(0);
-        if int == 0 || (int > 1 && rest[0] == b'0') {
-            return None;
-        }
-        let mut end = int;
-        if rest.get(end) == Some(&b'.') {
-            let frac = digits(end + 1);
-            if frac == 0 {
-                return None;
-            }
-            end += 1 + frac;
-        }
-        if rest.get(end) == Some(&b'e') {
-            if !matches!(rest.get(end + 1), Some(b'+' | b'-')) {
-                return None;
-            }
-            let exp = digits(end + 2);
-            if exp == 0 {
-                return None;
-            }
-            end += 2 + exp;
-        }
-        if end == int {
+        let d = decimal(rest)?;
+        let end = d.len;
+        if end == d.int {
             return self.integer();
         }
-        let value = match exact_decimal(&rest[..end]) {
+        let value = match exact_decimal(&d) {
             Some(v) => v,
             // SAFETY: the token is ASCII digits, `.`, `e`, `+` and `-`.
             None => unsafe { std::str::from_utf8_unchecked(&rest[..end]) }.parse().ok()?,
@@ -911,7 +936,9 @@ mod tests {
             if token.contains('-') && !token.contains("e-") {
                 continue;
             }
-            if let Some(v) = super::exact_decimal(token.as_bytes()) {
+            let d = super::decimal(token.as_bytes()).unwrap();
+            assert_eq!(d.len, token.len(), "{token}");
+            if let Some(v) = super::exact_decimal(&d) {
                 taken += 1;
                 assert_eq!(v.to_bits(), token.parse::<f64>().unwrap().to_bits(), "{token}");
             }
