@@ -404,9 +404,11 @@ fn measure(payload: &[u8], kernel: &impl Kernel) -> Option<(usize, Lengths)> {
     // Bytes counted as UTF-16 units (escapes included as written), escapes, `\/` escapes,
     // `\u` escapes and what the latter add to JSON.stringify's length.
     let (mut raw, mut escapes, mut slashes, mut us, mut u_extra) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    // Where the first block with a byte that is not ASCII starts: the bytes before it are
-    // ASCII, so a character starts there, and only the rest needs checking as UTF-8.
-    let mut high = None;
+    // Where the current run of blocks with bytes that are not ASCII starts. Only those runs are
+    // checked as UTF-8, each on its own: the block before a run is ASCII, so a character starts
+    // where the run does, and the block after it is ASCII too (no continuation byte), so a
+    // character that the run leaves unfinished makes the run invalid, as it does the string.
+    let mut run = None;
     // The first byte of the next block is escaped (a backslash ended this one).
     let mut carry = 0u64;
     // The low half of a surrogate pair, handled with its high half.
@@ -444,8 +446,11 @@ fn measure(payload: &[u8], kernel: &impl Kernel) -> Option<(usize, Lengths)> {
         }
         if m.high & inside == 0 {
             raw += u64::from(inside.count_ones());
+            if let Some(from) = run.take() {
+                simdutf8::basic::from_utf8(&payload[from..pos]).ok()?;
+            }
         } else {
-            high.get_or_insert(pos);
+            run.get_or_insert(pos);
             let u = kernel.utf8(block);
             raw += u64::from((!u.continuation & inside).count_ones() + (u.four & inside).count_ones());
         }
@@ -483,7 +488,7 @@ fn measure(payload: &[u8], kernel: &impl Kernel) -> Option<(usize, Lengths)> {
         }
         if quote != 0 {
             let end = pos + quote.trailing_zeros() as usize;
-            if let Some(from) = high {
+            if let Some(from) = run {
                 simdutf8::basic::from_utf8(&payload[from..end]).ok()?;
             }
             // `\X` is one unit for two bytes, `\uXXXX` one for six.
@@ -915,6 +920,56 @@ mod tests {
     fn avx2_blocks_measure_as_a_scalar_walk() {
         assert!(available(), "the build script saw AVX2, POPCNT and BMI1");
         blocks_measure_as_a_scalar_walk(json_string);
+    }
+
+    /// Long ASCII stretches between characters that are not ASCII, whole or cut short (a
+    /// character cut at the end of a run of such blocks, the next block ASCII, makes the string
+    /// invalid): the portable masks and `json_string` on this machine, each run of blocks
+    /// checked as UTF-8 on its own, measure as the reference, which checks the whole string.
+    #[test]
+    fn runs_of_blocks_that_are_not_ascii_are_checked_each() {
+        const OTHERS: [&[u8]; 8] = [
+            "é".as_bytes(),
+            "😀".as_bytes(),
+            "日".as_bytes(),
+            b"\\n",
+            b"\xe2\x82",
+            b"\xf0\x9f\x98",
+            b"\xff",
+            b"\x80",
+        ];
+        let ascii = [b'a'; 150];
+        let mut next = crate::parse::xorshift(0xB10C_B10C_B10C_B10C);
+        let (mut valid, mut invalid) = (0, 0);
+        for case in 0..20_000 {
+            let mut p = Vec::new();
+            for _ in 0..1 + next() % 8 {
+                p.extend_from_slice(&ascii[..(next() % 150) as usize]);
+                // Valid characters in three strings of four.
+                let other = if case % 4 == 0 { next() % 8 } else { next() % 4 };
+                p.extend_from_slice(OTHERS[other as usize]);
+            }
+            p.extend_from_slice(&ascii[..(next() % 70) as usize]);
+            p.push(b'"');
+            let want = reference(&p);
+            (valid, invalid) = if want.is_some() {
+                (valid + 1, invalid)
+            } else {
+                (valid, invalid + 1)
+            };
+            assert_eq!(measure(&p, &Portable), want, "{:?}", String::from_utf8_lossy(&p));
+            if available() {
+                assert_eq!(json_string(&p), want, "{:?}", String::from_utf8_lossy(&p));
+            }
+        }
+        assert!(valid > 10_000 && invalid > 3_000, "{valid} valid, {invalid} invalid");
+        // A character cut at the very end of a block, the next block ASCII.
+        let mut cut = vec![b'a'; 62];
+        cut.extend_from_slice(b"\xe2\x82");
+        cut.extend_from_slice(&[b'a'; 64]);
+        cut.push(b'"');
+        assert_eq!(measure(&cut, &Portable), None);
+        assert_eq!(json_string(&cut), None);
     }
 
     fn blocks_measure_as_a_scalar_walk(measured: impl Fn(&[u8]) -> Option<(usize, Lengths)>) {
