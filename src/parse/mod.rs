@@ -209,6 +209,8 @@ impl Default for Scratch {
 /// The outcome of parsing one line.
 enum LineOutcome {
     Entry(Entry),
+    /// The entry was pushed onto the file's entries (not moved once more through this value).
+    Pushed,
     Falsy,
     Invalid,
 }
@@ -272,7 +274,13 @@ impl Scratch {
     }
 
     /// Parse a line, repairing it first when simd-json rejects what `JSON.parse` accepts.
-    fn parse_js_line(&mut self, bytes: &[u8], line: u32, offset: u64, stats: &mut LineStats) -> LineOutcome {
+    fn parse_js_line(
+        &mut self,
+        bytes: &[u8],
+        (line, offset): (u32, u64),
+        stats: &mut LineStats,
+        entries: &mut Vec<Entry>,
+    ) -> LineOutcome {
         // Tool results, user and assistant messages in Pi's own form are read without a tape of
         // the line: simd-json parses only an assistant message's usage object.
         if self.cut_payloads {
@@ -295,7 +303,8 @@ impl Scratch {
                 usage
             };
             if let Some(e) = known::message(bytes, line, offset, &mut usage) {
-                return LineOutcome::Entry(e);
+                entries.push(e);
+                return LineOutcome::Pushed;
             }
         }
         if let Ok(outcome) = self.parse_line(bytes, line, offset, Marks::default()) {
@@ -688,11 +697,12 @@ impl FileParser {
         if crate::js::is_js_blank(line) {
             stats.blank_lines += 1;
         } else {
-            match scratch.parse_js_line(line, self.line_no, start, stats) {
+            match scratch.parse_js_line(line, (self.line_no, start), stats, &mut self.out.entries) {
                 LineOutcome::Entry(e) => {
                     stats.parsed_lines += 1;
                     self.out.entries.push(e);
                 }
+                LineOutcome::Pushed => stats.parsed_lines += 1,
                 LineOutcome::Falsy => stats.dropped_values += 1,
                 LineOutcome::Invalid if !terminated => stats.pending_tail_bytes = line.len() as u64,
                 LineOutcome::Invalid => {
