@@ -208,16 +208,16 @@ impl Default for Scratch {
 
 /// The outcome of parsing one line.
 enum LineOutcome {
-    Entry(Entry),
-    /// The entry was pushed onto the file's entries (not moved once more through this value).
-    Pushed,
+    /// Its entry was pushed onto the file's entries (where it is made, not moved once more
+    /// through this value).
+    Parsed,
     Falsy,
     Invalid,
 }
 
 impl Scratch {
-    /// Parse `bytes` as one JSON document and turn it into an entry.
-    fn parse_line(&mut self, bytes: &[u8], line: u32, offset: u64, marks: Marks<'_>) -> Result<LineOutcome, ()> {
+    /// Parse `bytes` as one JSON document and turn it into an entry (`None` for a falsy value).
+    fn parse_line(&mut self, bytes: &[u8], line: u32, offset: u64, marks: Marks<'_>) -> Result<Option<Entry>, ()> {
         // A repaired line's U+FFFF may stand for a lone surrogate, which `JSON.stringify`
         // writes longer: such (rare) lines are parsed whole.
         let cutting = self.cut_payloads && !marks.lone_surrogates;
@@ -241,7 +241,7 @@ impl Scratch {
     }
 
     /// Parse the line copied into `self.line`.
-    fn parse_copied(&mut self, line: u32, offset: u64, marks: Marks<'_>) -> Result<LineOutcome, ()> {
+    fn parse_copied(&mut self, line: u32, offset: u64, marks: Marks<'_>) -> Result<Option<Entry>, ()> {
         let Scratch {
             line: buf,
             buffers,
@@ -256,7 +256,7 @@ impl Scratch {
             Ok(()) => {
                 let root = Val::root(&t);
                 if !root.truthy() {
-                    Ok(LineOutcome::Falsy)
+                    Ok(None)
                 } else {
                     let mut ctx = LineCtx {
                         marks,
@@ -264,7 +264,7 @@ impl Scratch {
                     };
                     let e = extract::entry_of(root, line, offset, &mut ctx);
                     *unique = ctx.unique_base;
-                    Ok(LineOutcome::Entry(e))
+                    Ok(Some(e))
                 }
             }
             Err(_) => Err(()),
@@ -273,7 +273,8 @@ impl Scratch {
         result
     }
 
-    /// Parse a line, repairing it first when simd-json rejects what `JSON.parse` accepts.
+    /// Parse a line, repairing it first when simd-json rejects what `JSON.parse` accepts, and push
+    /// its entry onto `entries`.
     fn parse_js_line(
         &mut self,
         bytes: &[u8],
@@ -304,29 +305,36 @@ impl Scratch {
             };
             if let Some(e) = known::message(bytes, line, offset, &mut usage) {
                 entries.push(e);
-                return LineOutcome::Pushed;
+                return LineOutcome::Parsed;
             }
         }
-        if let Ok(outcome) = self.parse_line(bytes, line, offset, Marks::default()) {
-            return outcome;
-        }
-        let mut repaired = std::mem::take(&mut self.repaired);
-        let repair = repair::repair_line(bytes, &mut repaired);
-        let outcome = if repair.any() {
-            match self.parse_line(&repaired, line, offset, repair.marks()) {
-                Ok(o) => {
+        let parsed = match self.parse_line(bytes, line, offset, Marks::default()) {
+            Ok(parsed) => Ok(parsed),
+            Err(()) => {
+                let mut repaired = std::mem::take(&mut self.repaired);
+                let repair = repair::repair_line(bytes, &mut repaired);
+                let parsed = if repair.any() {
+                    self.parse_line(&repaired, line, offset, repair.marks())
+                } else {
+                    Err(())
+                };
+                if parsed.is_ok() {
                     stats.invalid_utf8_lines += u64::from(repair.lossy);
                     stats.lone_surrogate_lines += u64::from(repair.lone_surrogates);
                     stats.out_of_range_number_lines += u64::from(repair.infinities);
-                    o
                 }
-                Err(()) => LineOutcome::Invalid,
+                self.repaired = repaired;
+                parsed
             }
-        } else {
-            LineOutcome::Invalid
         };
-        self.repaired = repaired;
-        outcome
+        match parsed {
+            Ok(Some(e)) => {
+                entries.push(e);
+                LineOutcome::Parsed
+            }
+            Ok(None) => LineOutcome::Falsy,
+            Err(()) => LineOutcome::Invalid,
+        }
     }
 }
 
@@ -698,11 +706,7 @@ impl FileParser {
             stats.blank_lines += 1;
         } else {
             match scratch.parse_js_line(line, (self.line_no, start), stats, &mut self.out.entries) {
-                LineOutcome::Entry(e) => {
-                    stats.parsed_lines += 1;
-                    self.out.entries.push(e);
-                }
-                LineOutcome::Pushed => stats.parsed_lines += 1,
+                LineOutcome::Parsed => stats.parsed_lines += 1,
                 LineOutcome::Falsy => stats.dropped_values += 1,
                 LineOutcome::Invalid if !terminated => stats.pending_tail_bytes = line.len() as u64,
                 LineOutcome::Invalid => {
