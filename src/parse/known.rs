@@ -390,19 +390,13 @@ impl<'a> Cursor<'a> {
     /// part of a number; the literal the caller reads next makes sure of that.
     fn integer(&mut self) -> Option<f64> {
         let rest = self.rest();
-        // Digits read and added up in one pass.
-        let (mut digits, mut value) = (0, 0u64);
-        while let Some(d) = rest.get(digits).map(|c| c.wrapping_sub(b'0')).filter(|&d| d < 10) {
-            if digits == 15 {
-                return None;
-            }
-            value = value * 10 + u64::from(d);
-            digits += 1;
-        }
-        if digits == 0 || (digits > 1 && rest[0] == b'0') {
+        // Read and added up in one pass; 15 digits or fewer do not wrap.
+        let (mut value, mut significant) = (0u64, 0u32);
+        let n = digits(rest, 0, &mut value, &mut significant);
+        if n == 0 || n > 15 || (n > 1 && rest[0] == b'0') {
             return None;
         }
-        self.at += digits;
+        self.at += n;
         Some(value as f64)
     }
 
