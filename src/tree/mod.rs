@@ -70,16 +70,15 @@ impl Tree {
         }
         let migrated_from = (v < 3.0).then(|| file_version.clone());
         let extra_header_lines = all.iter().skip(1).filter(|e| e.ty == EntryType::Session).count() as u64;
-        let entries: Vec<Entry> = if extra_header_lines == 0 {
-            // As a rule the header is the only session line: the rest moves down at once (the
-            // filter below moves each entry on its own, 2 % of a scan's instructions).
-            if all.first().is_some_and(|e| e.ty == EntryType::Session) {
-                all.drain(..1);
-            }
-            all
-        } else {
-            all.into_iter().filter(|e| e.ty != EntryType::Session).collect()
-        };
+        // The header leaves by one move of the rest (filtering moved each entry on its own);
+        // other session lines, rare, are filtered out after it.
+        if all.first().is_some_and(|e| e.ty == EntryType::Session) {
+            all.remove(0);
+        }
+        if extra_header_lines > 0 {
+            all.retain(|e| e.ty != EntryType::Session);
+        }
+        let entries = all;
         let mut by_id = HashMap::with_capacity(entries.len());
         for (i, e) in entries.iter().enumerate() {
             by_id.insert(e.id.clone(), i as u32);
