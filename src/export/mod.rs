@@ -84,14 +84,19 @@ fn temp_name(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
+/// Rows of a Parquet row group in a frame written whole (polars' default).
+const ROW_GROUP_ROWS: usize = 512 * 512;
+
 /// Encode a frame into a writer.
 pub fn encode(df: &mut DataFrame, w: &mut impl Write, format: Format) -> PolarsResult<()> {
     match format {
         Format::Parquet => {
-            ParquetWriter::new(w)
-                .with_compression(ParquetCompression::Zstd(None))
-                .with_statistics(StatisticsOptions::full())
-                .finish(df)?;
+            // What `ParquetWriter::finish` does, through the sink that holds only compressed
+            // pages (polars' writer holds every column's encoded pages until it writes them).
+            let chunked = polars::frame::chunk_df_for_writing(df, ROW_GROUP_ROWS)?;
+            let mut sink = ParquetSink::new(w, chunked.schema())?;
+            sink.write(&chunked)?;
+            sink.writer.finish()?;
         }
         Format::Csv => CsvWriter::new(w).include_header(true).finish(df)?,
         Format::Ndjson => {
@@ -200,18 +205,29 @@ pub fn export(what: &Exported<'_>, dir: &Path, format: Format, partition: Partit
     written
         .files
         .extend(usage.take().expect("open until the end").finish()?);
-    let [sessions, compactions, files] = crate::frame::others(what.corpus, what.source).map_err(polars)?;
-    for (name, mut df) in [("sessions", sessions), ("compactions", compactions), ("files", files)] {
-        if monthly && name == "compactions" {
-            let mut target = Partitioned::new(&dir.join(name), format)?;
-            target.push(&mut df)?;
-            written.files.extend(target.finish()?);
-        } else {
-            let path = dir.join(format!("{name}.{}", format.extension()));
-            write_file(&mut df, &path, format)?;
-            written.files.push((path, df.height()));
-        }
+    // Each frame is written and dropped before the next is built.
+    let built = crate::frame::each_other(what.corpus, what.source, |name, mut df| {
+        let wrote = (|| {
+            if monthly && name == "compactions" {
+                let mut target = Partitioned::new(&dir.join(name), format)?;
+                target.push(&mut df)?;
+                written.files.extend(target.finish()?);
+            } else {
+                let path = dir.join(format!("{name}.{}", format.extension()));
+                write_file(&mut df, &path, format)?;
+                written.files.push((path, df.height()));
+            }
+            Ok(())
+        })();
+        wrote.map_err(|e| {
+            failed = Some(e);
+            PolarsError::ComputeError("the export stopped".into())
+        })
+    });
+    if let Some(e) = failed {
+        return Err(e);
     }
+    built.map_err(polars)?;
     Ok(written)
 }
 
@@ -258,9 +274,85 @@ impl Write for Shared {
     }
 }
 
+/// A Parquet file written a row group at a time. polars' `write_batch` encodes the columns in
+/// parallel but compresses them one after the other, lazily, while the file is written; here
+/// each column is encoded and compressed on the thread pool, and the finished pages are written
+/// in column order. The pages, and so the file's bytes, are those `write_batch` writes.
+struct ParquetSink<W: Write> {
+    writer: polars::io::parquet::write::BatchedWriter<W>,
+    /// The file's columns as Parquet types, in order.
+    fields: Vec<polars_parquet::write::ParquetType>,
+    /// Each column's encodings (as polars picks them).
+    encodings: Vec<Vec<polars_parquet::write::Encoding>>,
+    options: polars_parquet::write::WriteOptions,
+}
+
+/// One column of a row group, compressed: its leaves' pages.
+type ColumnPages = Vec<Vec<polars_parquet::write::CompressedPage>>;
+
+impl<W: Write> ParquetSink<W> {
+    fn new(w: W, schema: &Schema) -> PolarsResult<ParquetSink<W>> {
+        use polars_parquet::write::{Version, WriteOptions};
+        let compression = ParquetCompression::Zstd(None);
+        let statistics = StatisticsOptions::full();
+        let mut writer = ParquetWriter::new(w)
+            .with_compression(compression)
+            .with_statistics(statistics)
+            .batched(schema)?;
+        let fields = writer.parquet_schema().fields().to_vec();
+        let arrow = schema.to_arrow(CompatLevel::newest());
+        let encodings = polars::io::parquet::write::get_encodings(&arrow).to_vec();
+        // What `ParquetWriter` gives its batched writer for these settings.
+        let options = WriteOptions {
+            statistics,
+            compression: compression.into(),
+            version: Version::V1,
+            data_page_size: None,
+        };
+        Ok(ParquetSink {
+            writer,
+            fields,
+            encodings,
+            options,
+        })
+    }
+
+    /// Write a frame a row group per chunk (none for an empty one); its chunks aligned.
+    fn write(&mut self, df: &DataFrame) -> PolarsResult<()> {
+        use rayon::prelude::*;
+        for batch in df.iter_chunks(CompatLevel::newest(), false) {
+            if batch.is_empty() {
+                continue;
+            }
+            let options = self.options;
+            let columns = batch
+                .columns()
+                .par_iter()
+                .zip(&self.fields)
+                .zip(&self.encodings)
+                .map(|((array, field), encoding)| -> PolarsResult<ColumnPages> {
+                    polars_parquet::write::array_to_columns(array, field.clone(), options, encoding)?
+                        .into_iter()
+                        .map(|pages| {
+                            pages
+                                .map(|page| {
+                                    Ok(polars_parquet::write::compress(page?, Vec::new(), options.compression)?)
+                                })
+                                .collect()
+                        })
+                        .collect()
+                })
+                .collect::<PolarsResult<Vec<ColumnPages>>>()?;
+            let leaves: Vec<_> = columns.into_iter().flatten().collect();
+            self.writer.write_row_group(batch.len() as u64, &leaves)?;
+        }
+        Ok(())
+    }
+}
+
 /// An encoder of batches.
 enum Sink {
-    Parquet(Box<polars::io::parquet::write::BatchedWriter<Shared>>),
+    Parquet(Box<ParquetSink<Shared>>),
     Csv(polars::io::csv::write::BatchedWriter<Shared>),
     Ndjson(Shared),
 }
@@ -312,13 +404,7 @@ impl Out {
             self.file = Some(w.clone());
             let schema = df.schema().as_ref().clone();
             self.sink = Some(match self.format {
-                Format::Parquet => Sink::Parquet(Box::new(
-                    ParquetWriter::new(w)
-                        .with_compression(ParquetCompression::Zstd(None))
-                        .with_statistics(StatisticsOptions::full())
-                        .batched(&schema)
-                        .map_err(self.polars())?,
-                )),
+                Format::Parquet => Sink::Parquet(Box::new(ParquetSink::new(w, &schema).map_err(self.polars())?)),
                 Format::Csv => Sink::Csv(
                     CsvWriter::new(w)
                         .include_header(true)
@@ -332,7 +418,7 @@ impl Out {
         df.rechunk_mut();
         let sink = self.sink.as_mut().expect("opened above");
         let result = match sink {
-            Sink::Parquet(w) => w.write_batch(df),
+            Sink::Parquet(w) => w.write(df),
             Sink::Csv(w) => w.write_batch(df),
             Sink::Ndjson(w) => encode(df, w, Format::Ndjson),
         };
@@ -347,7 +433,7 @@ impl Out {
         let result = (|| {
             match self.sink.take().expect("a batch was written") {
                 Sink::Parquet(w) => {
-                    w.finish().map_err(self.polars())?;
+                    w.writer.finish().map_err(self.polars())?;
                 }
                 Sink::Csv(mut w) => w.finish().map_err(self.polars())?,
                 Sink::Ndjson(_) => {}

@@ -84,19 +84,24 @@ struct Table {
 
 impl Table {
     /// A builder for the columns of `schema` after `source` (which [`Frames::build`] adds).
-    fn new(schema: &'static [Col]) -> Table {
+    /// Room is taken for `rows` rows up front: a frame grown by doubling can hold twice its
+    /// size, and the export's peak is where these frames are built.
+    fn new(schema: &'static [Col], rows: usize) -> Table {
         let (first, schema) = schema.split_first().expect("a schema has columns");
         assert_eq!(first.name, SOURCE, "every schema starts with `{SOURCE}`");
         let data = schema
             .iter()
             .map(|c| match c.ty {
-                Ty::Str => Data::Str(Box::new(StringChunkedBuilder::new(PlSmallStr::from_static(c.name), 0))),
-                Ty::Bool => Data::Bool(Vec::new()),
-                Ty::U32 => Data::U32(Vec::new()),
-                Ty::U64 => Data::U64(Vec::new()),
-                Ty::I64 => Data::I64(Vec::new()),
-                Ty::F64 => Data::F64(Vec::new()),
-                Ty::Time => Data::Time(Vec::new()),
+                Ty::Str => Data::Str(Box::new(StringChunkedBuilder::new(
+                    PlSmallStr::from_static(c.name),
+                    rows,
+                ))),
+                Ty::Bool => Data::Bool(Vec::with_capacity(rows)),
+                Ty::U32 => Data::U32(Vec::with_capacity(rows)),
+                Ty::U64 => Data::U64(Vec::with_capacity(rows)),
+                Ty::I64 => Data::I64(Vec::with_capacity(rows)),
+                Ty::F64 => Data::F64(Vec::with_capacity(rows)),
+                Ty::Time => Data::Time(Vec::with_capacity(rows)),
             })
             .collect();
         Table { schema, data }
@@ -188,12 +193,26 @@ fn with_source(mut df: DataFrame, source: &str) -> PolarsResult<DataFrame> {
 /// The sessions, compactions and files frames, `source` in the first column of each: a row
 /// per file or compaction, small beside the usage frame.
 pub fn others(corpus: &Corpus, source: &str) -> PolarsResult<[DataFrame; 3]> {
+    let mut frames = Vec::with_capacity(3);
+    each_other(corpus, source, |_, df| {
+        frames.push(df);
+        Ok(())
+    })?;
+    Ok(frames.try_into().expect("three frames"))
+}
+
+/// [`others`] one at a time, named, in that order: each is handed on as soon as it is built,
+/// so a caller that writes and drops them holds at most two (the sessions and files frames
+/// come from one pass over the sessions' facts).
+pub fn each_other(
+    corpus: &Corpus,
+    source: &str,
+    mut each: impl FnMut(&'static str, DataFrame) -> PolarsResult<()>,
+) -> PolarsResult<()> {
     let (sessions, files) = sessions_and_files(corpus)?;
-    Ok([
-        with_source(sessions, source)?,
-        with_source(compactions(corpus)?, source)?,
-        with_source(files, source)?,
-    ])
+    each("sessions", with_source(sessions, source)?)?;
+    each("compactions", with_source(compactions(corpus)?, source)?)?;
+    each("files", with_source(files, source)?)
 }
 
 /// The usage frame: every billed call, in [`each_row`]'s order.
@@ -251,8 +270,8 @@ fn pi_number(v: &JsVal) -> Option<f64> {
 
 /// The sessions and files frames: every session's facts read back once for both.
 fn sessions_and_files(corpus: &Corpus) -> PolarsResult<(DataFrame, DataFrame)> {
-    let mut sessions = Table::new(SESSIONS);
-    let mut files = Table::new(FILES);
+    let mut sessions = Table::new(SESSIONS, corpus.sessions.len());
+    let mut files = Table::new(FILES, corpus.sessions.len() + corpus.rejected.len());
     for s in &corpus.sessions {
         let facts = corpus.facts(s)?;
         session_row(&mut sessions, s, &facts);
@@ -328,7 +347,8 @@ fn session_row(t: &mut Table, s: &SessionSummary, m: &SessionFacts) {
 
 fn compactions(corpus: &Corpus) -> PolarsResult<DataFrame> {
     use Cell::*;
-    let mut t = Table::new(COMPACTIONS);
+    let rows = corpus.sessions.iter().map(|s| s.compactions.len()).sum();
+    let mut t = Table::new(COMPACTIONS, rows);
     for s in &corpus.sessions {
         for c in &s.compactions {
             let reduction = c.tokens_before.zip(c.estimated_tokens_after).map(|(b, a)| b - a);

@@ -489,6 +489,42 @@ fn batched_exports_equal_the_whole_frame() {
     }
 }
 
+/// The export encodes and compresses a row group's columns in parallel itself; its files are
+/// byte for byte what polars' own writer makes of the same frames with the same settings.
+#[test]
+fn exported_parquet_is_what_polars_writes() {
+    let d = generated("29", 30);
+    let pricing = pisa::pricing::Pricing::default();
+    let mode = pisa::pricing::CostMode::Auto;
+    let (corpus, frames) = frames(d.path(), &pricing, mode);
+    let out = tempfile::tempdir().expect("temp dir");
+    let what = pisa::export::Exported {
+        corpus: &corpus,
+        source: "test-machine",
+        pricing: &pricing,
+        mode,
+        batch_rows: 1 << 20,
+    };
+    use pisa::export::{Format, Partition};
+    pisa::export::export(&what, out.path(), Format::Parquet, Partition::None).expect("the export runs");
+    for (name, df) in frames.named() {
+        let mut bytes = Vec::new();
+        ParquetWriter::new(&mut bytes)
+            .with_compression(ParquetCompression::Zstd(None))
+            .with_statistics(StatisticsOptions::full())
+            .finish(&mut df.clone())
+            .expect("polars writes the frame");
+        let ours = std::fs::read(out.path().join(format!("{name}.parquet"))).expect("read");
+        assert!(df.height() > 10, "{name}: {} rows", df.height());
+        assert!(
+            ours == bytes,
+            "{name}.parquet differs from polars' own ({} against {} bytes)",
+            ours.len(),
+            bytes.len()
+        );
+    }
+}
+
 /// Every file under `dir`.
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
