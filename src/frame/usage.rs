@@ -109,7 +109,7 @@ pub fn try_each_row<E: From<std::io::Error>>(
 /// Rows of the usage frame, a typed column each (`source` is added when the frame is built).
 pub struct UsageColumns {
     len: u32,
-    strings: [StringChunkedBuilder; STRINGS.len()],
+    strings: [Repeating; STRINGS.len()],
     entry_index: Vec<u32>,
     timestamp: Vec<Option<i64>>,
     on_active_path: Vec<bool>,
@@ -167,6 +167,65 @@ const NUMBERS: [&str; 10] = [
     "cost",
 ];
 
+/// A string column that stores a long value (one not held inside its view) repeated from an
+/// earlier row once: the repeat is a second view of the same bytes. Most long values of a
+/// batch (session id, file, project, model, api) repeat row after row, so the column holds a
+/// fraction of their text, and copies it once.
+struct Repeating {
+    values: polars_arrow::array::MutableBinaryViewArray<str>,
+    /// The last long value stored, and its view.
+    last: Option<(String, polars_arrow::array::View)>,
+}
+
+impl Repeating {
+    fn with_capacity(rows: usize) -> Repeating {
+        Repeating {
+            values: polars_arrow::array::MutableBinaryViewArray::with_capacity(rows),
+            last: None,
+        }
+    }
+
+    fn push(&mut self, value: Option<&str>) {
+        let Some(text) = value else {
+            return self.values.push_null();
+        };
+        if text.len() <= polars_arrow::array::View::MAX_INLINE_SIZE as usize {
+            return self.values.push_value(text);
+        }
+        match &mut self.last {
+            Some((last, view)) if last == text => {
+                let view = *view;
+                // SAFETY: `view` is one this array made for these bytes, which stay in its
+                // buffers; the views' byte total grows by the bytes the new view reads.
+                unsafe {
+                    self.values.views_mut().push(view);
+                    self.values
+                        .set_total_bytes_len(self.values.total_bytes_len() + text.len());
+                }
+                if let Some(validity) = self.values.validity() {
+                    validity.push(true);
+                }
+            }
+            _ => {
+                self.values.push_value(text);
+                let view = *self.values.views().last().expect("a view was pushed");
+                match &mut self.last {
+                    Some((last, at)) => {
+                        last.clear();
+                        last.push_str(text);
+                        *at = view;
+                    }
+                    None => self.last = Some((text.to_owned(), view)),
+                }
+            }
+        }
+    }
+
+    fn finish(self, name: &'static str) -> Series {
+        StringChunked::with_chunk(PlSmallStr::from_static(name), self.values.freeze()).into_series()
+    }
+}
+
 impl Default for UsageColumns {
     fn default() -> Self {
         UsageColumns::with_capacity(0)
@@ -178,7 +237,7 @@ impl UsageColumns {
     pub fn with_capacity(rows: usize) -> UsageColumns {
         UsageColumns {
             len: 0,
-            strings: STRINGS.map(|name| StringChunkedBuilder::new(PlSmallStr::from_static(name), rows)),
+            strings: STRINGS.map(|_| Repeating::with_capacity(rows)),
             entry_index: Vec::with_capacity(rows),
             timestamp: Vec::with_capacity(rows),
             on_active_path: Vec::with_capacity(rows),
@@ -240,7 +299,7 @@ impl UsageColumns {
             r.cost_total,
         ];
         for (column, value) in self.strings.iter_mut().zip(strings) {
-            column.append_option(value);
+            column.push(value);
         }
         for (column, value) in self.numbers.iter_mut().zip(numbers) {
             column.push(value);
@@ -278,7 +337,7 @@ impl UsageColumns {
         } = self;
         let mut columns: Vec<(&str, Series)> = Vec::with_capacity(USAGE.len());
         for (name, builder) in STRINGS.into_iter().zip(strings) {
-            columns.push((name, builder.finish().into_series()));
+            columns.push((name, builder.finish(name)));
         }
         let s = |name: &'static str, series: Series| (name, series.with_name(PlSmallStr::from_static(name)));
         columns.push(s("entry_index", Series::new("".into(), entry_index)));
@@ -312,5 +371,53 @@ impl UsageColumns {
             .collect();
         assert!(columns.is_empty(), "columns outside the schema");
         DataFrame::new_infer_height(ordered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Values drawn from a few short, long and missing ones, so rows repeat.
+    fn value() -> impl Strategy<Value = Option<&'static str>> {
+        prop::sample::select(vec![
+            None,
+            Some(""),
+            Some("anthropic"),
+            Some("twelve bytes"),
+            Some("thirteen byte"),
+            Some("019a2b3c-4d5e-6f70-8192-a3b4c5d6e7f8"),
+            Some("019a2b3c-4d5e-6f70-8192-a3b4c5d6e7f9"),
+            Some("--home-user-projects-pisa--/2026-12-04T20-57-06-000Z_019a2b3c.jsonl"),
+        ])
+    }
+
+    proptest! {
+        /// A repeating column reads back as the values pushed, and holds a long value's
+        /// bytes once for each run of it.
+        #[test]
+        fn a_repeating_column_is_its_values(values in prop::collection::vec(value(), 0..200)) {
+            let mut column = Repeating::with_capacity(4);
+            for v in &values {
+                column.push(*v);
+            }
+            let long = |v: &Option<&'static str>| v.filter(|s| s.len() > 12);
+            let mut stored = 0;
+            let mut last = None;
+            for v in values.iter().filter_map(long) {
+                if last != Some(v) {
+                    stored += v.len();
+                }
+                last = Some(v);
+            }
+            prop_assert_eq!(column.values.total_buffer_len(), stored);
+            let series = column.finish("column");
+            let expected = StringChunked::new("column".into(), &values).into_series();
+            prop_assert!(series.equals_missing(&expected), "{:?} against {:?}", series, expected);
+            let ca = series.str().expect("strings");
+            let bytes: usize = values.iter().flatten().map(|s| s.len()).sum();
+            prop_assert_eq!(ca.downcast_iter().map(|a| a.total_bytes_len()).sum::<usize>(), bytes);
+        }
     }
 }
