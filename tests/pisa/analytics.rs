@@ -447,18 +447,8 @@ fn batched_exports_equal_the_whole_frame() {
     let mode = pisa::pricing::CostMode::Auto;
     let (corpus, frames) = frames(d.path(), &pricing, mode);
     assert!(frames.usage.height() > 100, "enough rows for many batches");
-    let export_with = |batch_rows: usize, format, partition| {
-        let out = tempfile::tempdir().expect("temp dir");
-        let what = pisa::export::Exported {
-            corpus: &corpus,
-            source: "test-machine",
-            pricing: &pricing,
-            mode,
-            batch_rows,
-        };
-        pisa::export::export(&what, out.path(), format, partition).expect("the export runs");
-        out
-    };
+    let export_with =
+        |batch_rows, format, partition| export_corpus(&corpus, &pricing, mode, batch_rows, format, partition);
     use pisa::export::{Format, Partition};
     let small = export_with(7, Format::Parquet, Partition::None);
     let back = read_parquet(&small.path().join("usage.parquet"));
@@ -497,16 +487,8 @@ fn exported_parquet_is_what_polars_writes() {
     let pricing = pisa::pricing::Pricing::default();
     let mode = pisa::pricing::CostMode::Auto;
     let (corpus, frames) = frames(d.path(), &pricing, mode);
-    let out = tempfile::tempdir().expect("temp dir");
-    let what = pisa::export::Exported {
-        corpus: &corpus,
-        source: "test-machine",
-        pricing: &pricing,
-        mode,
-        batch_rows: 1 << 20,
-    };
     use pisa::export::{Format, Partition};
-    pisa::export::export(&what, out.path(), Format::Parquet, Partition::None).expect("the export runs");
+    let out = export_corpus(&corpus, &pricing, mode, 1 << 20, Format::Parquet, Partition::None);
     for (name, df) in frames.named() {
         let mut bytes = Vec::new();
         ParquetWriter::new(&mut bytes)
@@ -523,6 +505,27 @@ fn exported_parquet_is_what_polars_writes() {
             bytes.len()
         );
     }
+}
+
+/// `corpus` exported (source `test-machine`) into a new folder, `batch_rows` usage rows a batch.
+fn export_corpus(
+    corpus: &pisa::Corpus,
+    pricing: &pisa::pricing::Pricing,
+    mode: pisa::pricing::CostMode,
+    batch_rows: usize,
+    format: pisa::export::Format,
+    partition: pisa::export::Partition,
+) -> tempfile::TempDir {
+    let out = tempfile::tempdir().expect("temp dir");
+    let what = pisa::export::Exported {
+        corpus,
+        source: "test-machine",
+        pricing,
+        mode,
+        batch_rows,
+    };
+    pisa::export::export(&what, out.path(), format, partition).expect("the export runs");
+    out
 }
 
 /// Every file under `dir`.
