@@ -173,8 +173,8 @@ const NUMBERS: [&str; 10] = [
 /// fraction of their text, and copies it once.
 struct Repeating {
     values: polars_arrow::array::MutableBinaryViewArray<str>,
-    /// The last long value stored, and its view.
-    last: Option<(String, polars_arrow::array::View)>,
+    /// The view of the last long value stored.
+    last: Option<polars_arrow::array::View>,
 }
 
 impl Repeating {
@@ -192,10 +192,13 @@ impl Repeating {
         if text.len() <= polars_arrow::array::View::MAX_INLINE_SIZE as usize {
             return self.values.push_value(text);
         }
-        match &mut self.last {
-            Some((last, view)) if last == text => {
-                let view = *view;
-                // SAFETY: `view` is one this array made for these bytes, which stay in its
+        let repeat = self.last.filter(|view| {
+            // SAFETY: `last` is a view this array made, whose bytes stay in its buffers.
+            unsafe { self.values.value_from_view_unchecked(view) == text }
+        });
+        match repeat {
+            Some(view) => {
+                // SAFETY: the view is one this array made for these bytes, which stay in its
                 // buffers; the views' byte total grows by the bytes the new view reads.
                 unsafe {
                     self.values.views_mut().push(view);
@@ -206,17 +209,9 @@ impl Repeating {
                     validity.push(true);
                 }
             }
-            _ => {
+            None => {
                 self.values.push_value(text);
-                let view = *self.values.views().last().expect("a view was pushed");
-                match &mut self.last {
-                    Some((last, at)) => {
-                        last.clear();
-                        last.push_str(text);
-                        *at = view;
-                    }
-                    None => self.last = Some((text.to_owned(), view)),
-                }
+                self.last = self.values.views().last().copied();
             }
         }
     }
