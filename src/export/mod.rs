@@ -96,7 +96,7 @@ pub fn encode(df: &mut DataFrame, w: &mut impl Write, format: Format) -> PolarsR
             let chunked = polars::frame::chunk_df_for_writing(df, ROW_GROUP_ROWS)?;
             let mut sink = ParquetSink::new(w, chunked.schema())?;
             sink.write(&chunked)?;
-            sink.writer.finish()?;
+            sink.finish()?;
         }
         Format::Csv => CsvWriter::new(w).include_header(true).finish(df)?,
         Format::Ndjson => {
@@ -205,29 +205,27 @@ pub fn export(what: &Exported<'_>, dir: &Path, format: Format, partition: Partit
     written
         .files
         .extend(usage.take().expect("open until the end").finish()?);
-    // Each frame is written and dropped before the next is built.
-    let built = crate::frame::each_other(what.corpus, what.source, |name, mut df| {
-        let wrote = (|| {
-            if monthly && name == "compactions" {
-                let mut target = Partitioned::new(&dir.join(name), format)?;
-                target.push(&mut df)?;
-                written.files.extend(target.finish()?);
-            } else {
-                let path = dir.join(format!("{name}.{}", format.extension()));
-                write_file(&mut df, &path, format)?;
-                written.files.push((path, df.height()));
-            }
-            Ok(())
-        })();
-        wrote.map_err(|e| {
-            failed = Some(e);
-            PolarsError::ComputeError("the export stopped".into())
-        })
-    });
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    built.map_err(polars)?;
+    let mut write = |name: &str, mut df: DataFrame| {
+        if monthly && name == "compactions" {
+            let mut target = Partitioned::new(&dir.join(name), format)?;
+            target.push(&mut df)?;
+            written.files.extend(target.finish()?);
+        } else {
+            let path = dir.join(format!("{name}.{}", format.extension()));
+            write_file(&mut df, &path, format)?;
+            written.files.push((path, df.height()));
+        }
+        Ok::<_, ExportError>(())
+    };
+    // Each frame is written and dropped before the next is built (the files frame comes from
+    // the sessions' pass, and waits).
+    let (sessions, files) = crate::frame::sessions_and_files(what.corpus, what.source).map_err(polars)?;
+    write("sessions", sessions)?;
+    write(
+        "compactions",
+        crate::frame::compactions(what.corpus, what.source).map_err(polars)?,
+    )?;
+    write("files", files)?;
     Ok(written)
 }
 
@@ -324,30 +322,42 @@ impl<W: Write> ParquetSink<W> {
             if batch.is_empty() {
                 continue;
             }
-            let options = self.options;
             let columns = batch
                 .columns()
                 .par_iter()
                 .zip(&self.fields)
                 .zip(&self.encodings)
-                .map(|((array, field), encoding)| -> PolarsResult<ColumnPages> {
-                    polars_parquet::write::array_to_columns(array, field.clone(), options, encoding)?
-                        .into_iter()
-                        .map(|pages| {
-                            pages
-                                .map(|page| {
-                                    Ok(polars_parquet::write::compress(page?, Vec::new(), options.compression)?)
-                                })
-                                .collect()
-                        })
-                        .collect()
-                })
+                .map(|((array, field), encoding)| column_pages(array, field, encoding, self.options))
                 .collect::<PolarsResult<Vec<ColumnPages>>>()?;
             let leaves: Vec<_> = columns.into_iter().flatten().collect();
             self.writer.write_row_group(batch.len() as u64, &leaves)?;
         }
         Ok(())
     }
+
+    /// Write the file's footer.
+    fn finish(&self) -> PolarsResult<()> {
+        self.writer.finish().map(|_| ())
+    }
+}
+
+/// One column encoded, and each of its leaves' pages compressed.
+fn column_pages(
+    array: &ArrayRef,
+    field: &polars_parquet::write::ParquetType,
+    encoding: &[polars_parquet::write::Encoding],
+    options: polars_parquet::write::WriteOptions,
+) -> PolarsResult<ColumnPages> {
+    let compression = options.compression;
+    let leaves = polars_parquet::write::array_to_columns(array, field.clone(), options, encoding)?;
+    leaves
+        .into_iter()
+        .map(|pages| {
+            pages
+                .map(|page| Ok(polars_parquet::write::compress(page?, Vec::new(), compression)?))
+                .collect()
+        })
+        .collect()
 }
 
 /// An encoder of batches.
@@ -433,7 +443,7 @@ impl Out {
         let result = (|| {
             match self.sink.take().expect("a batch was written") {
                 Sink::Parquet(w) => {
-                    w.writer.finish().map_err(self.polars())?;
+                    w.finish().map_err(self.polars())?;
                 }
                 Sink::Csv(mut w) => w.finish().map_err(self.polars())?,
                 Sink::Ndjson(_) => {}

@@ -193,26 +193,8 @@ fn with_source(mut df: DataFrame, source: &str) -> PolarsResult<DataFrame> {
 /// The sessions, compactions and files frames, `source` in the first column of each: a row
 /// per file or compaction, small beside the usage frame.
 pub fn others(corpus: &Corpus, source: &str) -> PolarsResult<[DataFrame; 3]> {
-    let mut frames = Vec::with_capacity(3);
-    each_other(corpus, source, |_, df| {
-        frames.push(df);
-        Ok(())
-    })?;
-    Ok(frames.try_into().expect("three frames"))
-}
-
-/// [`others`] one at a time, named, in that order: each is handed on as soon as it is built,
-/// so a caller that writes and drops them holds at most two (the sessions and files frames
-/// come from one pass over the sessions' facts).
-pub fn each_other(
-    corpus: &Corpus,
-    source: &str,
-    mut each: impl FnMut(&'static str, DataFrame) -> PolarsResult<()>,
-) -> PolarsResult<()> {
-    let (sessions, files) = sessions_and_files(corpus)?;
-    each("sessions", with_source(sessions, source)?)?;
-    each("compactions", with_source(compactions(corpus)?, source)?)?;
-    each("files", with_source(files, source)?)
+    let (sessions, files) = sessions_and_files(corpus, source)?;
+    Ok([sessions, compactions(corpus, source)?, files])
 }
 
 /// The usage frame: every billed call, in [`each_row`]'s order.
@@ -268,8 +250,9 @@ fn pi_number(v: &JsVal) -> Option<f64> {
     }
 }
 
-/// The sessions and files frames: every session's facts read back once for both.
-fn sessions_and_files(corpus: &Corpus) -> PolarsResult<(DataFrame, DataFrame)> {
+/// The sessions and files frames, `source` in the first column of each: every session's facts
+/// read back once for both.
+pub fn sessions_and_files(corpus: &Corpus, source: &str) -> PolarsResult<(DataFrame, DataFrame)> {
     let mut sessions = Table::new(SESSIONS, corpus.sessions.len());
     let mut files = Table::new(FILES, corpus.sessions.len() + corpus.rejected.len());
     for s in &corpus.sessions {
@@ -278,7 +261,10 @@ fn sessions_and_files(corpus: &Corpus) -> PolarsResult<(DataFrame, DataFrame)> {
         file_row(&mut files, s, &facts);
     }
     rejected_rows(&mut files, corpus);
-    Ok((sessions.finish()?, files.finish()?))
+    Ok((
+        with_source(sessions.finish()?, source)?,
+        with_source(files.finish()?, source)?,
+    ))
 }
 
 fn session_row(t: &mut Table, s: &SessionSummary, m: &SessionFacts) {
@@ -345,7 +331,8 @@ fn session_row(t: &mut Table, s: &SessionSummary, m: &SessionFacts) {
     ]);
 }
 
-fn compactions(corpus: &Corpus) -> PolarsResult<DataFrame> {
+/// The compactions frame, `source` in its first column.
+pub fn compactions(corpus: &Corpus, source: &str) -> PolarsResult<DataFrame> {
     use Cell::*;
     let rows = corpus.sessions.iter().map(|s| s.compactions.len()).sum();
     let mut t = Table::new(COMPACTIONS, rows);
@@ -377,7 +364,7 @@ fn compactions(corpus: &Corpus) -> PolarsResult<DataFrame> {
             ]);
         }
     }
-    t.finish()
+    with_source(t.finish()?, source)
 }
 
 /// The files frame's row of a session.
