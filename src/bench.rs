@@ -153,7 +153,7 @@ fn timed_pair<T, U>(runs: usize, mut a: impl FnMut() -> T, mut b: impl FnMut() -
 /// The pipeline with files read in `mode`.
 fn pipeline(files: &[FoundFile], mode: ReadMode) {
     map::set_mode(mode);
-    let _ = analyze_files(files, &Quiet, None, Keep::Reports);
+    let _ = analyze_files(files, &Quiet, None, Keep::Totals);
 }
 
 /// Measure every stage on the files under `roots`, `runs` times each.

@@ -363,7 +363,12 @@ fn terminal() -> bool {
 fn sessions(ctx: &Ctx, args: SessionsArgs) -> Result<ExitCode> {
     let (tz, tz_name) = zone(ctx, &args.zone)?;
     let mode = ctx.cost_mode(&args.costing);
-    let s = scan(ctx, &args.input, args.json, Keep::Reports)?;
+    // Pi's own figures need only each call's identity and totals; another mode prices rows.
+    let keep = match mode {
+        CostMode::Recorded => Keep::Totals,
+        _ => Keep::Reports,
+    };
+    let s = scan(ctx, &args.input, args.json, keep)?;
     // Pi's own figures are the files'; another cost mode prices every call.
     let repricing = match mode {
         CostMode::Recorded => None,

@@ -736,19 +736,28 @@ fn a_line_written_twice_is_one_call() {
 }
 
 /// A scan for a report keeps only what reports read of each call, a scan for an export only the
-/// full records: the same calls, totals, report rows and records as a scan that keeps both, and
-/// not the other form (asking for it is an error, never an empty list). Through the cache both
-/// are kept anyway, for a later command to find.
+/// full records, a scan for `sessions` neither: the same calls, totals, owned and inherited calls
+/// per session, report rows and records as a scan that keeps both, and not the other form
+/// (asking for it is an error, never an empty list). Through the cache both are kept anyway,
+/// for a later command to find.
 #[test]
-fn scans_for_reports_and_exports_keep_the_same_calls_in_one_form() {
+fn scans_keep_the_same_calls_in_the_forms_their_command_reads() {
     use pisa::corpus::{Corpus, Keep, Quiet, scan_keeping};
     let roots = [sample()];
     let all = scan_keeping(&roots, &Quiet, None, Keep::All).unwrap();
     let reports = scan_keeping(&roots, &Quiet, None, Keep::Reports).unwrap();
     let records = scan_keeping(&roots, &Quiet, None, Keep::Records).unwrap();
-    for c in [&reports, &records] {
+    let totals = scan_keeping(&roots, &Quiet, None, Keep::Totals).unwrap();
+    let sessions = |c: &Corpus| {
+        let each = c.sessions.iter();
+        each.map(|s| format!("{} {:?} {:?} {:?}", s.rel, s.row.own, s.calls.own, s.calls.inherited))
+            .collect::<Vec<_>>()
+    };
+    assert!(all.inherited_calls > 0, "the sample has forks");
+    for c in [&reports, &records, &totals] {
         assert_eq!(format!("{:?}", all.totals), format!("{:?}", c.totals));
         assert_eq!((all.calls, all.inherited_calls), (c.calls, c.inherited_calls));
+        assert_eq!(sessions(c), sessions(&all));
     }
     let rows = |c: &Corpus| {
         let mut rows = Vec::new();
@@ -775,8 +784,12 @@ fn scans_for_reports_and_exports_keep_the_same_calls_in_one_form() {
         rows(&records).is_err(),
         "a scan for an export has no report rows to give"
     );
+    assert!(
+        rows(&totals).is_err() && full(&totals).is_err(),
+        "a scan for sessions keeps neither"
+    );
     let dir = tempfile::tempdir().unwrap();
-    for keep in [Keep::Reports, Keep::Records, Keep::Reports] {
+    for keep in [Keep::Reports, Keep::Records, Keep::Totals, Keep::Reports] {
         let cache = pisa::corpus::cache::Cache::open(dir.path());
         let cached = scan_keeping(&roots, &Quiet, Some(&cache), keep).unwrap();
         cache.save(&roots).unwrap();
