@@ -70,13 +70,17 @@ pub fn wanted(mode: ReadMode, modified: i128, now: SystemTime, attempt: u32) -> 
     match mode {
         ReadMode::Read => false,
         ReadMode::Map => true,
-        ReadMode::Auto => {
-            let now = now
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as i128);
-            attempt == 0 && now - modified >= SETTLED_AFTER.as_nanos() as i128
-        }
+        ReadMode::Auto => attempt == 0 && settled(modified, now),
     }
+}
+
+/// Whether a file modified at `modified` (nanoseconds since the epoch) is settled at `now`: not
+/// modified for [`SETTLED_AFTER`], so Pi is not writing it.
+pub fn settled(modified: i128, now: SystemTime) -> bool {
+    let now = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    now - modified >= SETTLED_AFTER.as_nanos() as i128
 }
 
 /// A read-only map of a file from `offset` to `offset + len`, registered with the SIGBUS guard
