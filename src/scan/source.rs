@@ -385,17 +385,23 @@ mod tests {
             let len = bytes.len() as u64;
             Ok((bytes, len))
         };
+        // The reads it took and what stood, with `text` (if any) appended during each read.
+        let read_appending = |text: Option<&str>| {
+            let mut calls = 0;
+            let mut file = open(&path).unwrap();
+            let bytes = read_steady(&path, &mut file, |file| {
+                calls += 1;
+                let read = read_all(file)?;
+                if let Some(text) = text {
+                    append(text);
+                }
+                Ok(read)
+            })
+            .unwrap();
+            (calls, bytes)
+        };
         // Appended to during the read: the file as it was when the read began stands.
-        let mut calls = 0;
-        let mut file = open(&path).unwrap();
-        let bytes = read_steady(&path, &mut file, |file| {
-            calls += 1;
-            let read = read_all(file)?;
-            append("b\n");
-            Ok(read)
-        })
-        .unwrap();
-        assert_eq!((calls, bytes.as_slice()), (1, b"a\n".as_slice()));
+        assert_eq!(read_appending(Some("b\n")), (1, b"a\n".to_vec()));
 
         // A settled file (last written an hour ago) appended to during the read: its ends were
         // not kept, so it is read again, as it is then (and that read stands: it is live now).
@@ -405,26 +411,10 @@ mod tests {
             f.set_modified(hour_ago).unwrap();
         };
         settle();
-        let mut calls = 0;
-        let mut file = open(&path).unwrap();
-        let bytes = read_steady(&path, &mut file, |file| {
-            calls += 1;
-            let read = read_all(file)?;
-            append("c\n");
-            Ok(read)
-        })
-        .unwrap();
-        assert_eq!((calls, bytes.as_slice()), (2, b"a\nb\nc\n".as_slice()));
+        assert_eq!(read_appending(Some("c\n")), (2, b"a\nb\nc\n".to_vec()));
         // Settled and not written to: one read.
         settle();
-        let mut calls = 0;
-        let mut file = open(&path).unwrap();
-        let bytes = read_steady(&path, &mut file, |file| {
-            calls += 1;
-            read_all(file)
-        })
-        .unwrap();
-        assert_eq!((calls, bytes.as_slice()), (1, b"a\nb\nc\nc\n".as_slice()));
+        assert_eq!(read_appending(None), (1, b"a\nb\nc\nc\n".to_vec()));
 
         // Rewritten (first bytes changed) and longer: read again, then reported.
         let rewrite = |text: &str| std::fs::write(&path, text).unwrap();
