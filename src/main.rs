@@ -362,17 +362,15 @@ fn terminal() -> bool {
 
 fn sessions(ctx: &Ctx, args: SessionsArgs) -> Result<ExitCode> {
     let (tz, tz_name) = zone(ctx, &args.zone)?;
+    // Pi's own figures are the files' (each call's identity and totals are all the scan keeps);
+    // another cost mode prices every call from its report row.
     let mode = ctx.cost_mode(&args.costing);
-    // Pi's own figures need only each call's identity and totals; another mode prices rows.
-    let keep = match mode {
-        CostMode::Recorded => Keep::Totals,
-        _ => Keep::Reports,
-    };
+    let reprices = mode != CostMode::Recorded;
+    let keep = if reprices { Keep::Reports } else { Keep::Totals };
     let s = scan(ctx, &args.input, args.json, keep)?;
-    // Pi's own figures are the files'; another cost mode prices every call.
-    let repricing = match mode {
-        CostMode::Recorded => None,
-        _ => Some(pisa::frame::Repricing::of(&s.corpus, ctx.pricing()?, mode)?),
+    let repricing = match reprices {
+        true => Some(pisa::frame::Repricing::of(&s.corpus, ctx.pricing()?, mode)?),
+        false => None,
     };
     to_stdout(|out| {
         let p = repricing.as_ref();
