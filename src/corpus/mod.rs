@@ -345,7 +345,7 @@ fn refuse_dropped(dropped: bool, calls: &Calls, form: &str) -> std::io::Result<(
 /// Files whose calls are read back at once (in parallel), at most.
 const WINDOW: usize = 64;
 /// Bytes of spilled calls read back at once, at most (unless one file holds more).
-const WINDOW_BYTES: u64 = 4 << 20;
+const WINDOW_BYTES: u64 = 2 << 20;
 
 impl Corpus {
     /// The billed calls of a file, read back from the spill.
@@ -382,13 +382,32 @@ impl Corpus {
         self.each_read(|c| c.billed.len(), |c| self.billed(c), visit)
     }
 
-    /// Visit the files in windows of at most [`WINDOW`] files and [`WINDOW_BYTES`] bytes (as
-    /// `bytes` counts a file's), each `read` in parallel.
+    /// [`Corpus::each_file`] a window of files at a time (each window's records read back in
+    /// parallel), for visitors that work on a window's calls in parallel too.
+    pub fn each_window<E: From<std::io::Error>>(
+        &self,
+        visit: impl FnMut(Vec<FileCalls<'_, Vec<UsageRecord>>>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.each_read_window(|c| c.records.len(), |c| self.records(c), visit)
+    }
+
+    /// Visit the files one by one, read a window at a time ([`Corpus::each_read_window`]).
     fn each_read<T: Send, E: From<std::io::Error>>(
         &self,
         bytes: impl Fn(&Calls) -> u64,
         read: impl Fn(&Calls) -> std::io::Result<T> + Sync,
         mut visit: impl FnMut(FileCalls<'_, T>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.each_read_window(bytes, read, |window| window.into_iter().try_for_each(&mut visit))
+    }
+
+    /// Visit the files in windows of at most [`WINDOW`] files and [`WINDOW_BYTES`] bytes (as
+    /// `bytes` counts a file's), each window's files `read` in parallel.
+    fn each_read_window<T: Send, E: From<std::io::Error>>(
+        &self,
+        bytes: impl Fn(&Calls) -> u64,
+        read: impl Fn(&Calls) -> std::io::Result<T> + Sync,
+        mut visit: impl FnMut(Vec<FileCalls<'_, T>>) -> Result<(), E>,
     ) -> Result<(), E> {
         struct File<'a> {
             rel: &'a str,
@@ -430,18 +449,23 @@ impl Corpus {
             let (window, next) = rest.split_at(n);
             rest = next;
             let read: Vec<std::io::Result<T>> = window.par_iter().map(|f| read(f.calls)).collect();
-            for (f, read) in window.iter().zip(read) {
-                visit(FileCalls {
-                    file: SessionRef {
-                        rel: f.rel,
-                        session_id: f.session_id,
-                        project: &f.project,
-                    },
-                    spawned_by: f.spawned_by,
-                    calls: f.calls,
-                    read: read?,
-                })?;
-            }
+            let window = window
+                .iter()
+                .zip(read)
+                .map(|(f, read)| {
+                    Ok(FileCalls {
+                        file: SessionRef {
+                            rel: f.rel,
+                            session_id: f.session_id,
+                            project: &f.project,
+                        },
+                        spawned_by: f.spawned_by,
+                        calls: f.calls,
+                        read: read?,
+                    })
+                })
+                .collect::<std::io::Result<Vec<_>>>()?;
+            visit(window)?;
         }
         Ok(())
     }

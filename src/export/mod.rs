@@ -335,6 +335,30 @@ impl<W: Write> ParquetSink<W> {
         Ok(())
     }
 
+    /// Write a frame as one row group (none for an empty frame): each column's chunks joined
+    /// on the thread pool as it is encoded, so the frame's pieces are never copied whole.
+    fn write_group(&mut self, df: &DataFrame) -> PolarsResult<()> {
+        use rayon::prelude::*;
+        if df.height() == 0 {
+            return Ok(());
+        }
+        let columns = df
+            .columns()
+            .par_iter()
+            .zip(&self.fields)
+            .zip(&self.encodings)
+            .map(|((column, field), encoding)| {
+                let array = column
+                    .as_materialized_series()
+                    .rechunk()
+                    .to_arrow(0, CompatLevel::newest());
+                column_pages(&array, field, encoding, self.options)
+            })
+            .collect::<PolarsResult<Vec<ColumnPages>>>()?;
+        let leaves: Vec<_> = columns.into_iter().flatten().collect();
+        self.writer.write_row_group(df.height() as u64, &leaves)
+    }
+
     /// Write the file's footer.
     fn finish(&self) -> PolarsResult<()> {
         self.writer.finish().map(|_| ())
@@ -425,12 +449,11 @@ impl Out {
             });
         }
         self.rows += df.height();
-        df.rechunk_mut();
         let sink = self.sink.as_mut().expect("opened above");
         let result = match sink {
-            Sink::Parquet(w) => w.write(df),
-            Sink::Csv(w) => w.write_batch(df),
-            Sink::Ndjson(w) => encode(df, w, Format::Ndjson),
+            Sink::Parquet(w) => w.write_group(df),
+            Sink::Csv(w) => w.write_batch(df.rechunk_mut()),
+            Sink::Ndjson(w) => encode(df.rechunk_mut(), w, Format::Ndjson),
         };
         result.map_err(|source| ExportError::Polars {
             path: self.path.clone(),
@@ -564,5 +587,40 @@ impl Partitioned {
             out.push((target.join(folder).join(format!("part-0.{}", format.extension())), rows));
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frame whose columns come in several chunks (the pieces of a batch) is written as one
+    /// row group, byte for byte what the same frame in one chunk makes.
+    #[test]
+    fn a_batch_in_pieces_is_written_as_in_one_chunk() {
+        let whole = df!(
+            "id" => (0..5_000).map(|i| format!("entry-{i:08}-with-a-long-name")).collect::<Vec<_>>(),
+            "model" => (0..5_000).map(|i| ["claude-sonnet-4-5", "gpt-5"][i % 7 / 5]).collect::<Vec<_>>(),
+            "tokens" => (0..5_000).map(|i| (i * 37 % 1_001) as f64).collect::<Vec<_>>(),
+            "cost" => (0..5_000).map(|i| (i % 3 != 0).then_some(i as f64 / 7.0)).collect::<Vec<_>>(),
+        )
+        .expect("a frame");
+        let mut pieces = whole.slice(0, 1_234);
+        for (from, len) in [(1_234, 1), (1_235, 2_000), (3_235, 1_765)] {
+            pieces.vstack_mut_owned(whole.slice(from, len)).expect("same columns");
+        }
+        assert!(pieces.first_col_n_chunks() > 1, "the frame is in pieces");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let written = |name: &str, df: &DataFrame| {
+            let mut out = Out::new(&dir.path().join(name), Format::Parquet);
+            out.push(&mut df.clone()).expect("written");
+            let (path, rows) = out.finish().expect("finished");
+            assert_eq!(rows, 5_000);
+            fs::read(path).expect("read back")
+        };
+        let (a, b) = (written("pieces.parquet", &pieces), written("whole.parquet", &whole));
+        assert!(a == b, "{} bytes in pieces, {} whole", a.len(), b.len());
+        let back = ParquetReader::new(std::io::Cursor::new(a)).finish().expect("read");
+        assert!(back.equals_missing(&whole));
     }
 }

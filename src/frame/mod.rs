@@ -215,23 +215,50 @@ pub fn usage_batches(
     rows: usize,
     mut each: impl FnMut(DataFrame) -> PolarsResult<()>,
 ) -> PolarsResult<()> {
-    let mut columns = UsageColumns::with_capacity(rows);
+    use rayon::prelude::*;
+    // A batch's rows, as pieces built in parallel (the encoder joins each column's pieces).
+    let mut batch: Vec<DataFrame> = Vec::new();
+    let mut held = 0;
     let mut sent = false;
-    try_each_row(corpus, pricing, mode, |row| {
-        columns.push(row);
-        if columns.len() >= rows {
-            sent = true;
-            // The next batch's room is taken once this one is written, not while it is.
-            each(with_source(std::mem::take(&mut columns).finish()?, source)?)?;
-            columns = UsageColumns::with_capacity(rows);
+    corpus.each_window(|files| {
+        let total = files.iter().map(|f| f.read.len()).sum();
+        let pieces = usage::pieces(total, rows - held, rows);
+        let built: Vec<PolarsResult<DataFrame>> = pieces
+            .par_iter()
+            .map(|&(from, to)| usage::rows_of(&files, from, to, pricing, mode))
+            .collect();
+        // The window's records are in the pieces now: freed before a batch is encoded.
+        drop(files);
+        for ((from, to), piece) in pieces.into_iter().zip(built) {
+            batch.push(piece?);
+            held += to - from;
+            if held == rows {
+                sent = true;
+                each(with_source(joined(std::mem::take(&mut batch))?, source)?)?;
+                held = 0;
+            }
         }
         Ok::<_, PolarsError>(())
     })?;
     // The last rows; an empty frame when there are none (its columns still say what it holds).
-    if !columns.is_empty() || !sent {
-        each(with_source(columns.finish()?, source)?)?;
+    if held > 0 || !sent {
+        let last = match batch.is_empty() {
+            true => UsageColumns::default().finish()?,
+            false => joined(batch)?,
+        };
+        each(with_source(last, source)?)?;
     }
     Ok(())
+}
+
+/// Frames with the same columns, one after the other: each column's pieces as its chunks.
+fn joined(frames: Vec<DataFrame>) -> PolarsResult<DataFrame> {
+    let mut frames = frames.into_iter();
+    let mut df = frames.next().expect("a piece at least");
+    for next in frames {
+        df.vstack_mut_owned(next)?;
+    }
+    Ok(df)
 }
 
 /// An I/O error (reading the spill back) as Polars'.

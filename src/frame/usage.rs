@@ -9,7 +9,7 @@ use polars::prelude::*;
 use super::price::{Priced, Pricer};
 use super::schema::{SOURCE, USAGE};
 use crate::corpus::billed::Billed;
-use crate::corpus::{Corpus, Inherited, SessionRef};
+use crate::corpus::{Corpus, FileCalls, Inherited, SessionRef};
 use crate::pricing::{CostMode, Pricing};
 use crate::usage::UsageRecord;
 
@@ -104,6 +104,68 @@ pub fn try_each_row<E: From<std::io::Error>>(
         }
         Ok(())
     })
+}
+
+/// Fewest rows of a part that [`pieces`] splits in two (a quarter of a batch when batches are
+/// smaller): fewer are built faster on one core than split.
+const PIECE_ROWS: usize = 2_048;
+
+/// A window of `total` rows (its files' calls, counted from 0) cut into pieces that
+/// [`rows_of`] builds in parallel: cut where a batch of `rows` rows ends (the first one after
+/// `room` rows), and each part split in two halves, one for each core.
+pub(super) fn pieces(total: usize, room: usize, rows: usize) -> Vec<(usize, usize)> {
+    let least = PIECE_ROWS.min(rows / 4).max(2);
+    let mut pieces = Vec::new();
+    let (mut from, mut room) = (0, room);
+    while from < total {
+        let to = total.min(from + room);
+        let half = from + (to - from) / 2;
+        if to - from >= least {
+            pieces.extend([(from, half), (half, to)]);
+        } else {
+            pieces.push((from, to));
+        }
+        from = to;
+        room = rows;
+    }
+    pieces
+}
+
+/// Rows `from..to` of the window's rows (see [`pieces`]) as columns, priced under `mode`.
+pub(super) fn rows_of(
+    files: &[FileCalls<'_, Vec<UsageRecord>>],
+    from: usize,
+    to: usize,
+    pricing: &Pricing,
+    mode: CostMode,
+) -> PolarsResult<DataFrame> {
+    let mut pricer = Pricer::new(pricing, mode);
+    let mut columns = UsageColumns::with_capacity(to - from);
+    let mut first = 0;
+    for f in files {
+        let n = f.read.len();
+        let (skip, take) = (from.saturating_sub(first), (to - first.min(to)).min(n));
+        first += n;
+        for (record, reason) in f.read.iter().zip(f.calls.reasons()).take(take).skip(skip) {
+            let call = Billed::of(record);
+            let priced = pricer.price(&call);
+            columns.push(&UsageRow {
+                row: CallRow {
+                    file: &f.file,
+                    spawned_by: f.spawned_by,
+                    call,
+                    reason,
+                    priced,
+                },
+                record,
+            });
+        }
+        if first >= to {
+            break;
+        }
+    }
+    debug_assert_eq!(columns.len(), to - from);
+    columns.finish()
 }
 
 /// Rows of the usage frame, a typed column each (`source` is added when the frame is built).
@@ -389,6 +451,38 @@ mod tests {
     }
 
     proptest! {
+        /// The pieces of a window are its rows in order, each in one batch, and a part of a
+        /// batch is split in two when it holds a quarter of a batch (or 2,048 rows).
+        #[test]
+        fn pieces_cover_the_window_a_batch_at_a_time(total in 0usize..5_000, rows in 1usize..3_000, held in 0usize..3_000) {
+            let held = held % rows;
+            let pieces = pieces(total, rows - held, rows);
+            let mut at = 0;
+            for &(from, to) in &pieces {
+                prop_assert_eq!(from, at, "in order, none left out");
+                prop_assert!(to > from, "no empty piece");
+                // Rows held + from .. held + to of the batches never cross a batch's end.
+                prop_assert_eq!((held + from) / rows, (held + to - 1) / rows, "{:?} crosses a batch end", (from, to));
+                at = to;
+            }
+            prop_assert_eq!(at, total);
+            // Each part between two batch ends: in two halves when it holds enough rows.
+            let least = PIECE_ROWS.min(rows / 4).max(2);
+            let ends: Vec<usize> = (1..=total).filter(|&p| (held + p) % rows == 0 || p == total).collect();
+            let mut expected = Vec::new();
+            let mut from = 0;
+            for to in ends {
+                let n = to - from;
+                if n >= least {
+                    expected.extend([(from, from + n / 2), (from + n / 2, to)]);
+                } else {
+                    expected.push((from, to));
+                }
+                from = to;
+            }
+            prop_assert_eq!(pieces, expected);
+        }
+
         /// A repeating column reads back as the values pushed, and holds a long value's
         /// bytes once for each run of it.
         #[test]

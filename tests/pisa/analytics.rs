@@ -450,12 +450,16 @@ fn batched_exports_equal_the_whole_frame() {
     let export_with =
         |batch_rows, format, partition| export_corpus(&corpus, &pricing, mode, batch_rows, format, partition);
     use pisa::export::{Format, Partition};
-    let small = export_with(7, Format::Parquet, Partition::None);
-    let back = read_parquet(&small.path().join("usage.parquet"));
-    assert!(
-        back.equals_missing(&frames.usage),
-        "usage.parquet in batches of 7 reads back as the frame"
-    );
+    // Batches of 64 rows are built in pieces of a few rows (a part of 16 rows or more is
+    // split in two), batches of 7 mostly in one piece each.
+    for rows in [7, 64] {
+        let small = export_with(rows, Format::Parquet, Partition::None);
+        let back = read_parquet(&small.path().join("usage.parquet"));
+        assert!(
+            back.equals_missing(&frames.usage),
+            "usage.parquet in batches of {rows} reads back as the frame"
+        );
+    }
     let monthly = export_with(7, Format::Parquet, Partition::Month);
     let parts: Vec<PathBuf> = walk(&monthly.path().join("usage"));
     assert!(parts.len() >= 2, "several months: {parts:?}");
