@@ -172,8 +172,36 @@ pub fn export(what: &Exported<'_>, dir: &Path, format: Format, partition: Partit
         path: dir.to_path_buf(),
         source,
     };
-    let mut written = Written::default();
     let monthly = partition == Partition::Month;
+    // The small frames first, while the heap holds only the corpus: each is written and dropped
+    // before the next is built (the files frame comes from the sessions' pass, and waits).
+    let mut others = Vec::new();
+    let mut write = |name: &str, mut df: DataFrame| {
+        if monthly && name == "compactions" {
+            let mut target = Partitioned::new(&dir.join(name), format)?;
+            target.push(&mut df)?;
+            others.extend(target.finish()?);
+        } else {
+            let path = dir.join(format!("{name}.{}", format.extension()));
+            write_file(&mut df, &path, format)?;
+            others.push((path, df.height()));
+        }
+        Ok::<_, ExportError>(())
+    };
+    let (sessions, files) = crate::frame::sessions_and_files(what.corpus, what.source).map_err(polars)?;
+    write("sessions", sessions)?;
+    write(
+        "compactions",
+        crate::frame::compactions(what.corpus, what.source).map_err(polars)?,
+    )?;
+    write("files", files)?;
+    // What they held, back to the system: the usage frame's batches are built in the thread
+    // pool's arenas, which would not reuse it (glibc keeps freed memory otherwise).
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only releases free memory of glibc's arenas.
+    unsafe {
+        libc::malloc_trim(0);
+    }
     let usage = if monthly {
         Target::Partitioned(Partitioned::new(&dir.join("usage"), format)?)
     } else {
@@ -202,30 +230,12 @@ pub fn export(what: &Exported<'_>, dir: &Path, format: Format, partition: Partit
         return Err(e);
     }
     streamed.map_err(polars)?;
+    // The usage frame's files are listed first, as they always were.
+    let mut written = Written::default();
     written
         .files
         .extend(usage.take().expect("open until the end").finish()?);
-    let mut write = |name: &str, mut df: DataFrame| {
-        if monthly && name == "compactions" {
-            let mut target = Partitioned::new(&dir.join(name), format)?;
-            target.push(&mut df)?;
-            written.files.extend(target.finish()?);
-        } else {
-            let path = dir.join(format!("{name}.{}", format.extension()));
-            write_file(&mut df, &path, format)?;
-            written.files.push((path, df.height()));
-        }
-        Ok::<_, ExportError>(())
-    };
-    // Each frame is written and dropped before the next is built (the files frame comes from
-    // the sessions' pass, and waits).
-    let (sessions, files) = crate::frame::sessions_and_files(what.corpus, what.source).map_err(polars)?;
-    write("sessions", sessions)?;
-    write(
-        "compactions",
-        crate::frame::compactions(what.corpus, what.source).map_err(polars)?,
-    )?;
-    write("files", files)?;
+    written.files.extend(others);
     Ok(written)
 }
 
