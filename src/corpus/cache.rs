@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use crate::parse::Prefix;
 
 /// Bump on any change to a cached type or to what pisa computes from a file.
-pub const FORMAT: u32 = 11;
+pub const FORMAT: u32 = 12;
 const MAGIC: &[u8; 8] = b"pisa\x00cch";
 /// Bytes hashed at each end of a file.
 const PROBE: u64 = 4096;

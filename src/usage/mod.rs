@@ -83,7 +83,9 @@ pub struct UsageRecord {
     pub timestamp: Option<CompactString>,
     /// The message's Unix-ms timestamp.
     pub message_timestamp: Option<f64>,
-    /// `responseId` of an answer.
+    /// `responseId` of an answer: part of the call's [`identity`], which is all it is read
+    /// for, so it is not spilled (a tenth of a spilled record).
+    #[serde(skip)]
     pub response_id: Option<CompactString>,
     /// The child whose usage a [`Source::Subagent`] record is.
     #[serde(skip)]
