@@ -527,6 +527,7 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<ExitCode> {
         pricing: ctx.pricing()?,
         mode: ctx.cost_mode(&a.costing),
         batch_rows: pisa::export::BATCH_ROWS,
+        last_use: true,
     };
     let written = pisa::export::export(&what, &a.out, a.format.into(), a.partition.into())?;
     for (path, rows) in &written.files {

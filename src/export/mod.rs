@@ -163,6 +163,9 @@ pub struct Exported<'a> {
     pub mode: CostMode,
     /// Rows of the usage frame written at a time ([`BATCH_ROWS`]).
     pub batch_rows: usize,
+    /// The corpus is read for nothing else afterwards: its temporary spill is emptied beside
+    /// the export's last write ([`crate::corpus::spill::Spill::discard`]).
+    pub last_use: bool,
 }
 
 /// Write the four frames into `dir`, the usage frame in batches.
@@ -231,10 +234,16 @@ pub fn export(what: &Exported<'_>, dir: &Path, format: Format, partition: Partit
     }
     streamed.map_err(polars)?;
     // The usage frame's files are listed first, as they always were.
+    // Nothing is read back any more: the spill is emptied beside the last write and sync.
+    let usage = usage.take().expect("open until the end");
+    let discard = || {
+        if what.last_use {
+            what.corpus.spill.discard();
+        }
+    };
+    let (finished, ()) = rayon::join(|| usage.finish(), discard);
     let mut written = Written::default();
-    written
-        .files
-        .extend(usage.take().expect("open until the end").finish()?);
+    written.files.extend(finished?);
     written.files.extend(others);
     Ok(written)
 }

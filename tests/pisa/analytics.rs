@@ -527,6 +527,7 @@ fn export_corpus(
         pricing,
         mode,
         batch_rows,
+        last_use: false,
     };
     pisa::export::export(&what, out.path(), format, partition).expect("the export runs");
     out
