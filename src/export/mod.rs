@@ -176,28 +176,26 @@ pub fn export(what: &Exported<'_>, dir: &Path, format: Format, partition: Partit
         source,
     };
     let monthly = partition == Partition::Month;
-    // The small frames first, while the heap holds only the corpus: each is written and dropped
-    // before the next is built (the files frame comes from the sessions' pass, and waits).
-    let mut others = Vec::new();
-    let mut write = |name: &str, mut df: DataFrame| {
+    // The small frames first, while the heap holds only the corpus, side by side (their
+    // columns are encoded in parallel too, and their syncs overlap).
+    let write = |name: &str, mut df: DataFrame| {
         if monthly && name == "compactions" {
             let mut target = Partitioned::new(&dir.join(name), format)?;
             target.push(&mut df)?;
-            others.extend(target.finish()?);
+            target.finish()
         } else {
             let path = dir.join(format!("{name}.{}", format.extension()));
             write_file(&mut df, &path, format)?;
-            others.push((path, df.height()));
+            Ok::<_, ExportError>(vec![(path, df.height())])
         }
-        Ok::<_, ExportError>(())
     };
     let (sessions, files) = crate::frame::sessions_and_files(what.corpus, what.source).map_err(polars)?;
-    write("sessions", sessions)?;
-    write(
-        "compactions",
-        crate::frame::compactions(what.corpus, what.source).map_err(polars)?,
-    )?;
-    write("files", files)?;
+    let compactions = crate::frame::compactions(what.corpus, what.source).map_err(polars)?;
+    let (sessions, (compactions, files)) = rayon::join(
+        || write("sessions", sessions),
+        || rayon::join(|| write("compactions", compactions), || write("files", files)),
+    );
+    let others = [sessions?, compactions?, files?].concat();
     // What they held, back to the system: the usage frame's batches are built in the thread
     // pool's arenas, which would not reuse it (glibc keeps freed memory otherwise).
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
