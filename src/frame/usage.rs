@@ -89,21 +89,32 @@ pub fn try_each_row<E: From<std::io::Error>>(
     corpus.each_file(|f| {
         debug_assert_eq!(f.read.len() as u64, f.calls.count, "one record per call");
         for (record, reason) in f.read.iter().zip(f.calls.reasons()) {
-            let call = Billed::of(record);
-            let priced = pricer.price(&call);
-            visit(&UsageRow {
-                row: CallRow {
-                    file: &f.file,
-                    spawned_by: f.spawned_by,
-                    call,
-                    reason,
-                    priced,
-                },
-                record,
-            })?;
+            visit(&row_of(&f, record, reason, &mut pricer))?;
         }
         Ok(())
     })
+}
+
+/// The row of `record`, one of `f`'s calls, with what the corpus decided of it (`reason`),
+/// priced by `pricer`.
+fn row_of<'a, 'p: 'a>(
+    f: &'a FileCalls<'a, Vec<UsageRecord>>,
+    record: &'a UsageRecord,
+    reason: Option<Inherited>,
+    pricer: &mut Pricer<'p>,
+) -> UsageRow<'a> {
+    let call = Billed::of(record);
+    let priced = pricer.price(&call);
+    UsageRow {
+        row: CallRow {
+            file: &f.file,
+            spawned_by: f.spawned_by,
+            call,
+            reason,
+            priced,
+        },
+        record,
+    }
 }
 
 /// Fewest rows of a part that [`pieces`] splits in two (a quarter of a batch when batches are
@@ -147,18 +158,7 @@ pub(super) fn rows_of(
         let (skip, take) = (from.saturating_sub(first), (to - first.min(to)).min(n));
         first += n;
         for (record, reason) in f.read.iter().zip(f.calls.reasons()).take(take).skip(skip) {
-            let call = Billed::of(record);
-            let priced = pricer.price(&call);
-            columns.push(&UsageRow {
-                row: CallRow {
-                    file: &f.file,
-                    spawned_by: f.spawned_by,
-                    call,
-                    reason,
-                    priced,
-                },
-                record,
-            });
+            columns.push(&row_of(f, record, reason, &mut pricer));
         }
         if first >= to {
             break;
