@@ -87,7 +87,7 @@ impl Spill {
     }
 
     /// Empty this run's temporary file (not one a cache keeps), whose pages the system would
-    /// otherwise free when pisa exits (5 ms for the 47 MB an export of 1.5 GB spills): for a
+    /// otherwise free when pisa exits (5 ms for the 44 MB an export of 1.5 GB spills): for a
     /// command that will read nothing back any more, which can do it beside other work.
     /// Reading a span of the file fails afterwards.
     pub fn discard(&self) {

@@ -231,7 +231,6 @@ pub fn export(what: &Exported<'_>, dir: &Path, format: Format, partition: Partit
         return Err(e);
     }
     streamed.map_err(polars)?;
-    // The usage frame's files are listed first, as they always were.
     // Nothing is read back any more: the spill is emptied beside the last write and sync.
     let usage = usage.take().expect("open until the end");
     let discard = || {
@@ -240,6 +239,7 @@ pub fn export(what: &Exported<'_>, dir: &Path, format: Format, partition: Partit
         }
     };
     let (finished, ()) = rayon::join(|| usage.finish(), discard);
+    // The usage frame's files are listed first, as they always were.
     let mut written = Written::default();
     written.files.extend(finished?);
     written.files.extend(others);

@@ -84,7 +84,7 @@ pub struct UsageRecord {
     /// The message's Unix-ms timestamp.
     pub message_timestamp: Option<f64>,
     /// `responseId` of an answer: part of the call's [`identity`], which is all it is read
-    /// for, so it is not spilled (a tenth of a spilled record).
+    /// for, so it is not spilled (3 of the 47 MB an export of 1.5 GB spilled).
     #[serde(skip)]
     pub response_id: Option<CompactString>,
     /// The child whose usage a [`Source::Subagent`] record is.
