@@ -334,20 +334,10 @@ impl<W: Write> ParquetSink<W> {
 
     /// Write a frame a row group per chunk (none for an empty one); its chunks aligned.
     fn write(&mut self, df: &DataFrame) -> PolarsResult<()> {
-        use rayon::prelude::*;
         for batch in df.iter_chunks(CompatLevel::newest(), false) {
-            if batch.is_empty() {
-                continue;
+            if !batch.is_empty() {
+                self.row_group(batch.len(), |i| Ok(batch.columns()[i].clone()))?;
             }
-            let columns = batch
-                .columns()
-                .par_iter()
-                .zip(&self.fields)
-                .zip(&self.encodings)
-                .map(|((array, field), encoding)| column_pages(array, field, encoding, self.options))
-                .collect::<PolarsResult<Vec<ColumnPages>>>()?;
-            let leaves: Vec<_> = columns.into_iter().flatten().collect();
-            self.writer.write_row_group(batch.len() as u64, &leaves)?;
         }
         Ok(())
     }
@@ -355,25 +345,28 @@ impl<W: Write> ParquetSink<W> {
     /// Write a frame as one row group (none for an empty frame): each column's chunks joined
     /// on the thread pool as it is encoded, so the frame's pieces are never copied whole.
     fn write_group(&mut self, df: &DataFrame) -> PolarsResult<()> {
-        use rayon::prelude::*;
         if df.height() == 0 {
             return Ok(());
         }
-        let columns = df
-            .columns()
-            .par_iter()
-            .zip(&self.fields)
-            .zip(&self.encodings)
-            .map(|((column, field), encoding)| {
-                let array = column
-                    .as_materialized_series()
-                    .rechunk()
-                    .to_arrow(0, CompatLevel::newest());
-                column_pages(&array, field, encoding, self.options)
-            })
+        let columns = df.columns();
+        self.row_group(df.height(), |i| {
+            Ok(columns[i]
+                .as_materialized_series()
+                .rechunk()
+                .to_arrow(0, CompatLevel::newest()))
+        })
+    }
+
+    /// Write a row group of `rows` rows whose `i`th column is `column(i)`: the columns made,
+    /// encoded and compressed on the thread pool, written in order.
+    fn row_group(&mut self, rows: usize, column: impl Fn(usize) -> PolarsResult<ArrayRef> + Sync) -> PolarsResult<()> {
+        use rayon::prelude::*;
+        let columns = (0..self.fields.len())
+            .into_par_iter()
+            .map(|i| column_pages(&column(i)?, &self.fields[i], &self.encodings[i], self.options))
             .collect::<PolarsResult<Vec<ColumnPages>>>()?;
         let leaves: Vec<_> = columns.into_iter().flatten().collect();
-        self.writer.write_row_group(df.height() as u64, &leaves)
+        self.writer.write_row_group(rows as u64, &leaves)
     }
 
     /// Write the file's footer.
