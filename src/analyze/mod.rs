@@ -105,24 +105,20 @@ impl SessionAnalysis {
     /// The models that answered, most expensive first (`provider/model`, virtual models
     /// resolved).
     pub fn models(&self) -> Vec<String> {
-        let mut out: Vec<(String, f64)> = Vec::new();
+        // Borrowed names: one string is made per model, not one per call.
+        let mut out: Vec<(&str, f64)> = Vec::new();
         for r in &self.accounting.records {
             if r.source != crate::usage::Source::Assistant {
                 continue;
             }
-            let name = r
-                .response_model
-                .as_deref()
-                .or(r.model.as_deref())
-                .unwrap_or("?")
-                .to_string();
+            let name = r.response_model.as_deref().or(r.model.as_deref()).unwrap_or("?");
             match out.iter_mut().find(|(n, _)| *n == name) {
                 Some((_, c)) => *c += r.cost_total,
                 None => out.push((name, r.cost_total)),
             }
         }
         out.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
-        out.into_iter().map(|(n, _)| n).collect()
+        out.into_iter().map(|(n, _)| n.to_string()).collect()
     }
 
     /// The context size Pi shows now, `None` when unknown.
