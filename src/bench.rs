@@ -82,9 +82,11 @@ fn split_all(files: &[FoundFile]) -> u64 {
         .par_iter()
         .map_init(Vec::new, |buf, f| {
             let mut lines = 0;
-            if let Ok(mut h) = std::fs::File::open(&f.path) {
+            if let Ok(mut h) = std::fs::File::open(&f.path)
+                && let Ok(m) = h.metadata()
+            {
                 // Newlines, as `wc -l` counts them.
-                let _ = scan::source::read_lines(&mut h, 0, buf, scan::source::CHUNK, |piece| {
+                let _ = scan::source::read_lines(&mut h, 0, m.len(), buf, scan::source::CHUNK, |piece| {
                     lines += memchr::memchr_iter(b'\n', piece).count() as u64;
                 });
             }
@@ -114,7 +116,10 @@ fn parse_all(files: &[FoundFile]) -> u64 {
         .par_iter()
         .map_init(Scratch::default, |scratch, f| {
             std::fs::File::open(&f.path)
-                .and_then(|mut h| scratch.read_file(&mut h, None))
+                .and_then(|mut h| {
+                    let size = h.metadata()?.len();
+                    scratch.read_file(&mut h, size, None)
+                })
                 .map_or(0, |(p, _, _)| p.entries.len() as u64)
         })
         .sum()

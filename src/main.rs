@@ -584,7 +584,8 @@ fn inspect(args: InspectArgs) -> Result<ExitCode> {
     let mut file = pisa::scan::source::open(&args.file)?;
     let mut scratch = pisa::parse::Scratch::default();
     let parsed = pisa::scan::source::read_steady(&args.file, &mut file, |file| {
-        let (parsed, _, len) = scratch.read_file(file, None)?;
+        let size = file.metadata()?.len();
+        let (parsed, _, len) = scratch.read_file(file, size, None)?;
         Ok((parsed, len))
     })?;
     let rel = args.file.display().to_string();

@@ -245,7 +245,7 @@ pub(super) fn read_open(
         {
             return Ok(mapped);
         }
-        let read = scratch.read_file(file, prefix.take())?;
+        let read = scratch.read_file(file, stamp.len, prefix.take())?;
         let len = read.2;
         Ok(Attempt::Read((read, len)))
     })

@@ -341,17 +341,19 @@ impl Scratch {
 impl Scratch {
     /// Read and parse an open file, going on from `prefix` when given (its bytes up to
     /// `prefix.offset` are taken as read before). Returns the parsed file, the point to go on
-    /// from next time and the file's length as read. Only the longest line is ever held.
+    /// from next time and the file's length as read. `size` is the file's length as `fstat` gave
+    /// it just before (what is read; see [`crate::scan::source::read_lines`]). Only the longest
+    /// line is ever held.
     pub fn read_file(
         &mut self,
         file: &mut std::fs::File,
+        size: u64,
         prefix: Option<Prefix>,
     ) -> std::io::Result<(ParsedFile, ResumePoint, u64)> {
         let resumed = prefix.is_some();
         let mut parser = FileParser::new(prefix, self);
         let start = parser.offset();
         let mut buf = std::mem::take(&mut self.read);
-        let size = file.metadata().map_or(0, |m| m.len());
         parser.expect(size.saturating_sub(start));
         let threads = rayon::current_num_threads();
         let read = if size.saturating_sub(start) >= PARALLEL_MIN && threads > 1 {
@@ -361,13 +363,13 @@ impl Scratch {
             for h in &mut helpers {
                 h.cut_payloads = self.cut_payloads;
             }
-            let read = crate::scan::source::read_lines(file, start, &mut buf, piece_bytes(threads), |lines| {
+            let read = crate::scan::source::read_lines(file, start, size, &mut buf, piece_bytes(threads), |lines| {
                 parser.lines_parallel(lines, self, &mut helpers)
             });
             self.helpers = helpers;
             read
         } else {
-            crate::scan::source::read_lines(file, start, &mut buf, crate::scan::source::CHUNK, |lines| {
+            crate::scan::source::read_lines(file, start, size, &mut buf, crate::scan::source::CHUNK, |lines| {
                 parser.lines(lines, self)
             })
         };
@@ -382,7 +384,8 @@ impl Scratch {
             Ok((_, _, len)) if resumed && len < start => {
                 use std::io::Seek;
                 file.rewind()?;
-                self.read_file(file, None)
+                let size = file.metadata()?.len();
+                self.read_file(file, size, None)
             }
             out => out,
         }

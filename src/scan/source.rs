@@ -53,18 +53,18 @@ pub fn open(path: &Path) -> Result<File, Error> {
 
 /// Clear `O_NONBLOCK` on a regular file: Linux ignores it for local files, but a network or
 /// FUSE file system may honour it and answer a read with `EAGAIN`.
+///
+/// `F_SETFL` changes only the status flags `open` above set none of but `O_NONBLOCK`
+/// (`O_APPEND`, `O_ASYNC`, `O_DIRECT`, `O_NOATIME`, `O_NONBLOCK`; the access mode and the
+/// other open flags are left as they are), so setting none clears it without asking first.
 #[cfg(unix)]
 fn blocking(file: &File) {
     use std::os::fd::AsRawFd;
-    let fd = file.as_raw_fd();
-    // SAFETY: `fcntl` with `F_GETFL`/`F_SETFL` and integer flags on a descriptor `file` owns
-    // and keeps open for the call; no memory is passed. A failure leaves the flag set, which
-    // is harmless on local files.
+    // SAFETY: `fcntl` with `F_SETFL` and an integer on a descriptor `file` owns and keeps open
+    // for the call; no memory is passed. A failure leaves the flag set, which is harmless on
+    // local files.
     unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags >= 0 && flags & libc::O_NONBLOCK != 0 {
-            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
+        libc::fcntl(file.as_raw_fd(), libc::F_SETFL, 0);
     }
 }
 
@@ -254,12 +254,14 @@ fn debug_panic(path: &Path) {
 /// leaves its unterminated last line, if any, at the start of `buf` (`buf[..len - end of last
 /// newline]`). `buf` grows to hold the longest line and is reused by the caller.
 ///
-/// The end is the length `fstat` gives when the read starts: a file appended to faster than
-/// pisa parses (a runaway writer) would otherwise keep the read going forever. Bytes appended
-/// meanwhile make [`read_steady`] read the file again.
+/// The end is `len`, the length `fstat` gave just before the read (the [`Stamp`]
+/// [`read_steady_by`] hands its read): a file appended to faster than pisa parses (a runaway
+/// writer) would otherwise keep the read going forever. Bytes appended meanwhile make
+/// [`read_steady`] read the file again.
 pub fn read_lines(
     file: &mut File,
     offset: u64,
+    len: u64,
     buf: &mut Vec<u8>,
     chunk: usize,
     mut lines: impl FnMut(&[u8]),
@@ -269,7 +271,7 @@ pub fn read_lines(
     }
     // At least one byte is asked for, so that a read error shows, as does a pseudo-file whose
     // length says 0 (`/proc`): it reads as more than its length, a change.
-    let stop = file.metadata()?.len().max(offset + 1);
+    let stop = len.max(offset + 1);
     let mut pos = offset;
     // Bytes at the start of `buf` not yet handed on: the start of a line.
     let mut held = 0usize;
@@ -360,7 +362,7 @@ mod tests {
         let mut file = open(&path).unwrap();
         let mut buf = Vec::new();
         // Each piece handed on makes the file grow by more than the piece.
-        let end = read_lines(&mut file, 0, &mut buf, 64, |piece| {
+        let end = read_lines(&mut file, 0, 2000, &mut buf, 64, |piece| {
             writer.write_all(&b"b\n".repeat(piece.len())).unwrap();
         })
         .unwrap();
@@ -463,7 +465,7 @@ mod tests {
                 let mut file = File::open(&path).unwrap();
                 let mut buf = Vec::new();
                 let mut seen = Vec::new();
-                let end = read_lines(&mut file, offset as u64, &mut buf, CHUNK, |piece| {
+                let end = read_lines(&mut file, offset as u64, text.len() as u64, &mut buf, CHUNK, |piece| {
                     assert_eq!(piece.last(), Some(&b'\n'));
                     seen.extend_from_slice(piece);
                 })
