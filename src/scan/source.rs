@@ -54,9 +54,10 @@ pub fn open(path: &Path) -> Result<File, Error> {
 /// Clear `O_NONBLOCK` on a regular file: Linux ignores it for local files, but a network or
 /// FUSE file system may honour it and answer a read with `EAGAIN`.
 ///
-/// `F_SETFL` changes only the status flags `open` above set none of but `O_NONBLOCK`
-/// (`O_APPEND`, `O_ASYNC`, `O_DIRECT`, `O_NOATIME`, `O_NONBLOCK`; the access mode and the
-/// other open flags are left as they are), so setting none clears it without asking first.
+/// `F_SETFL` sets only the file status flags (`O_APPEND`, `O_ASYNC`, `O_DIRECT`, `O_NOATIME`,
+/// `O_NONBLOCK`) and leaves the access mode and the other open flags as they are. Of those,
+/// `open` above sets only `O_NONBLOCK`, so setting none clears it without asking for the flags
+/// first (`F_GETFL`).
 #[cfg(unix)]
 fn blocking(file: &File) {
     use std::os::fd::AsRawFd;
