@@ -14,6 +14,8 @@ use serde_json::{Map, Value};
 use crate::corpus::Corpus;
 use crate::pricing::{CostMode, Pricing};
 
+mod dictionary;
+
 /// Output file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -383,7 +385,10 @@ fn column_pages(
     options: polars_parquet::write::WriteOptions,
 ) -> PolarsResult<ColumnPages> {
     let compression = options.compression;
-    let leaves = polars_parquet::write::array_to_columns(array, field.clone(), options, encoding)?;
+    let leaves = match dictionary::string_column(array.as_ref(), encoding) {
+        Some((array, encoding)) => polars_parquet::write::array_to_columns(array, field.clone(), options, &[encoding])?,
+        None => polars_parquet::write::array_to_columns(array, field.clone(), options, encoding)?,
+    };
     leaves
         .into_iter()
         .map(|pages| {
