@@ -148,12 +148,7 @@ mod tests {
     fn both(df: &DataFrame) -> (Vec<u8>, Vec<u8>) {
         let mut ours = Vec::new();
         super::super::encode(&mut df.clone(), &mut ours, super::super::Format::Parquet).expect("ours");
-        let mut theirs = Vec::new();
-        ParquetWriter::new(&mut theirs)
-            .with_compression(ParquetCompression::Zstd(None))
-            .with_statistics(StatisticsOptions::full())
-            .finish(&mut df.clone())
-            .expect("polars'");
+        let theirs = super::super::polars_parquet(&mut df.clone()).expect("polars'");
         (ours, theirs)
     }
 

@@ -377,6 +377,17 @@ impl<W: Write> ParquetSink<W> {
     }
 }
 
+/// What polars' own `ParquetWriter` writes of `df` with the export's settings (zstd, full
+/// statistics): the reference the export's files are tested against, byte for byte.
+pub fn polars_parquet(df: &mut DataFrame) -> PolarsResult<Vec<u8>> {
+    let mut bytes = Vec::new();
+    ParquetWriter::new(&mut bytes)
+        .with_compression(ParquetCompression::Zstd(None))
+        .with_statistics(StatisticsOptions::full())
+        .finish(df)?;
+    Ok(bytes)
+}
+
 /// One column encoded, and each of its leaves' pages compressed.
 fn column_pages(
     array: &ArrayRef,

@@ -494,12 +494,7 @@ fn exported_parquet_is_what_polars_writes() {
     use pisa::export::{Format, Partition};
     let out = export_corpus(&corpus, &pricing, mode, 1 << 20, Format::Parquet, Partition::None);
     for (name, df) in frames.named() {
-        let mut bytes = Vec::new();
-        ParquetWriter::new(&mut bytes)
-            .with_compression(ParquetCompression::Zstd(None))
-            .with_statistics(StatisticsOptions::full())
-            .finish(&mut df.clone())
-            .expect("polars writes the frame");
+        let bytes = pisa::export::polars_parquet(&mut df.clone()).expect("polars writes the frame");
         let ours = std::fs::read(out.path().join(format!("{name}.parquet"))).expect("read");
         assert!(df.height() > 10, "{name}: {} rows", df.height());
         assert!(
