@@ -27,19 +27,64 @@ pub struct Lengths {
 /// the closing quote and what it holds, if JSON.parse and simd-json both take it as it is
 /// (valid UTF-8, no raw control character, valid escapes, no lone surrogate escape). `None`
 /// otherwise, or when this machine cannot measure it fast.
+#[inline]
 pub fn json_string(payload: &[u8]) -> Option<(usize, Lengths)> {
+    match masks() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `masks` chose AVX-512 because this CPU has the features `avx512::json_string`
+        // is compiled for.
+        Masks::Avx512 => unsafe { avx512::json_string(payload) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above, for AVX2 and `avx2::json_string`.
+        Masks::Avx2 => unsafe { avx2::json_string(payload) },
+        _ => None,
+    }
+}
+
+/// Which masks [`json_string`] computes on this CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+enum Masks {
+    /// Not known yet (see [`masks`]).
+    Unknown,
+    /// None: nothing is measured here.
+    Without,
+    Avx2,
+    Avx512,
+}
+
+/// The masks this CPU has, looked up once: each of the features is a test of its own, and the
+/// measure is called for every string of text (the four tests and the call around them were
+/// half a percent of a scan's time).
+#[inline]
+fn masks() -> Masks {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static CHOSEN: AtomicU8 = AtomicU8::new(Masks::Unknown as u8);
+    match CHOSEN.load(Ordering::Relaxed) {
+        x if x == Masks::Without as u8 => Masks::Without,
+        x if x == Masks::Avx2 as u8 => Masks::Avx2,
+        x if x == Masks::Avx512 as u8 => Masks::Avx512,
+        _ => {
+            let chosen = detect();
+            CHOSEN.store(chosen as u8, Ordering::Relaxed);
+            chosen
+        }
+    }
+}
+
+/// The best masks this CPU has.
+#[cold]
+fn detect() -> Masks {
     #[cfg(target_arch = "x86_64")]
     if avx512::available() {
-        // SAFETY: this CPU has the features `avx512::json_string` is compiled for.
-        return unsafe { avx512::json_string(payload) };
+        return Masks::Avx512;
     }
     #[cfg(target_arch = "x86_64")]
     if avx2::available() {
-        // SAFETY: this CPU has the features `avx2::json_string` is compiled for.
-        return unsafe { avx2::json_string(payload) };
+        return Masks::Avx2;
     }
-    let _ = payload;
-    None
+    Masks::Without
 }
 
 /// Whether [`json_string`] measures on this machine.
