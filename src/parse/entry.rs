@@ -4,7 +4,7 @@
 //! kept; message content is reduced to character counts at parse time, so a session in
 //! memory is a small fraction of its file.
 
-use crate::js::{JsVal, Jv, Key};
+use crate::js::{JsVal, Jv, Key, StrJv};
 
 /// The `type` of an entry, as Pi dispatches on it.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
@@ -246,15 +246,11 @@ pub struct Message {
     pub usage_not_object: bool,
     /// `usage` is truthy (`if (message.usage)`).
     pub usage_truthy: bool,
-    #[serde(with = "crate::js::jv_text")]
-    pub provider: Jv,
-    #[serde(with = "crate::js::jv_text")]
-    pub model: Jv,
-    #[serde(with = "crate::js::jv_text")]
-    pub response_model: Jv,
+    pub provider: StrJv,
+    pub model: StrJv,
+    pub response_model: StrJv,
     pub api: Option<compact_str::CompactString>,
-    #[serde(with = "crate::js::jv_text")]
-    pub stop_reason: Jv,
+    pub stop_reason: StrJv,
     pub thinking_level: Option<compact_str::CompactString>,
     /// `message.timestamp` (Unix ms) when a number.
     pub timestamp_ms: Option<f64>,

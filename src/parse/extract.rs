@@ -8,7 +8,7 @@ use simd_json::tape::Node;
 
 use super::entry::*;
 use super::tape::{self, Marks, Val};
-use crate::js::{self, Jv, Key, utf16_len};
+use crate::js::{self, Jv, Key, StrJv, utf16_len};
 
 /// Per-line context the extraction needs.
 #[derive(Debug, Clone, Copy)]
@@ -272,11 +272,11 @@ pub fn message_of(v: V<'_, '_>, ctx: &mut LineCtx<'_>) -> Message {
             "role" => f.role = Some(val),
             "content" => f.content = Some(val),
             "usage" => f.usage = Some(val),
-            "provider" => m.provider = Some(tape::to_json(val, marks)),
-            "model" => m.model = Some(tape::to_json(val, marks)),
-            "responseModel" => m.response_model = Some(tape::to_json(val, marks)),
+            "provider" => m.provider = StrJv::of(Some(tape::to_json(val, marks))),
+            "model" => m.model = StrJv::of(Some(tape::to_json(val, marks))),
+            "responseModel" => m.response_model = StrJv::of(Some(tape::to_json(val, marks))),
             "api" => m.api = val.as_str().map(Into::into),
-            "stopReason" => m.stop_reason = Some(tape::to_json(val, marks)),
+            "stopReason" => m.stop_reason = StrJv::of(Some(tape::to_json(val, marks))),
             "thinkingLevel" => m.thinking_level = val.as_str().map(Into::into),
             "timestamp" => f.timestamp = Some(val),
             "command" => f.command = Some(val),

@@ -29,7 +29,7 @@
 
 use super::entry::{Body, ContentChars, Entry, EntryType, Message, Role, Usage};
 use super::measure;
-use crate::js::Key;
+use crate::js::{Key, StrJv};
 
 /// The entry of a tool-result, user or assistant line written in Pi's form (see the module), or
 /// `None` for any other line. `usage` reads an assistant message's usage object (given as its
@@ -89,13 +89,12 @@ pub fn message(line: &[u8], line_no: u32, offset: u64, usage: &mut dyn FnMut(&[u
             m.timestamp_ms = Some(l.integer()?);
         }
         _ => {
-            let string = |s: &str| Some(serde_json::Value::String(s.into()));
             l.lit(br#","api":""#)?;
             m.api = Some(l.plain()?.into());
             l.lit(br#","provider":""#)?;
-            m.provider = string(l.plain()?);
+            m.provider = StrJv::str(l.plain()?);
             l.lit(br#","model":""#)?;
-            m.model = string(l.plain()?);
+            m.model = StrJv::str(l.plain()?);
             l.lit(br#","usage":"#)?;
             let rest = l.rest();
             let (u, n) = match pi_usage(rest) {
@@ -109,14 +108,14 @@ pub fn message(line: &[u8], line_no: u32, offset: u64, usage: &mut dyn FnMut(&[u
             l.at += n;
             (m.has_usage_key, m.usage_truthy) = (true, true);
             l.lit(br#","stopReason":""#)?;
-            m.stop_reason = string(l.plain()?);
+            m.stop_reason = StrJv::str(l.plain()?);
             l.lit(br#","timestamp":"#)?;
             m.timestamp_ms = Some(l.integer()?);
             if l.lit(br#","responseId":""#).is_some() {
                 m.response_id = Some(l.plain()?.into());
             }
             if l.lit(br#","responseModel":""#).is_some() {
-                m.response_model = string(l.plain()?);
+                m.response_model = StrJv::str(l.plain()?);
             }
             if l.lit(br#","thinkingLevel":""#).is_some() {
                 m.thinking_level = Some(l.plain()?.into());

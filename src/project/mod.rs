@@ -175,7 +175,7 @@ fn project_message(m: &Message, repl: Option<&ContentChars>, sys: SysRef, from_e
     };
     let usage_tokens = (role == Role::Assistant && m.has_usage_key)
         .then(|| {
-            let stop = m.stop_reason.as_ref().and_then(|s| s.as_str());
+            let stop = m.stop_reason.as_str();
             if stop == Some("aborted") || stop == Some("error") {
                 return None;
             }

@@ -221,13 +221,18 @@ impl Tree {
         for &i in &path.entries {
             match &self.entries[i as usize].body {
                 Body::ThinkingLevel(t) => thinking = Some(t),
-                Body::ModelChange(m) => model = Some((&m.provider, &m.model_id)),
-                Body::Message(m) if m.role == Role::Assistant => model = Some((&m.provider, &m.model)),
+                Body::ModelChange(_) => model = Some(i),
+                Body::Message(m) if m.role == Role::Assistant => model = Some(i),
                 _ => {}
             }
         }
         let thinking = thinking.map_or_else(|| Some("off".into()), Clone::clone);
-        (thinking, model.map(|(provider, id)| (provider.clone(), id.clone())))
+        let model = model.and_then(|i| match &self.entries[i as usize].body {
+            Body::ModelChange(m) => Some((m.provider.clone(), m.model_id.clone())),
+            Body::Message(m) => Some((m.provider.to_jv(), m.model.to_jv())),
+            _ => None,
+        });
+        (thinking, model)
     }
 }
 

@@ -5,13 +5,14 @@
 //! order: a missing field turns a sum into `NaN`, and pisa reproduces that bit for bit.
 //! The records themselves read a missing number as 0 and say which fields were missing.
 
+use std::borrow::Cow;
 use std::hash::Hash;
 
 use compact_str::CompactString;
 use hashbrown::HashMap;
 
 use crate::js::JsVal;
-use crate::js::{self, Jv};
+use crate::js::{self, Jv, StrJv};
 use crate::parse::entry::{Body, ChildUsage, Entry, Message, Role, TranscriptRecord, Usage, field};
 use crate::tree::Tree;
 
@@ -267,8 +268,8 @@ pub fn account(tree: &Tree, on_path: &[bool]) -> Accounting {
 enum Group<'a> {
     /// Tool-result usage and summaries: [`TOOLS_KEY`].
     Tools,
-    /// `provider/model`.
-    Model(&'a Jv, &'a Jv),
+    /// `provider/model`: `String(provider)` and `String(model)`.
+    Model(Cow<'a, str>, Cow<'a, str>),
 }
 
 /// What [`account`] builds while it walks a session's entries in file order.
@@ -326,7 +327,7 @@ impl Accountant {
         let key = match group {
             Group::Tools => TOOLS_KEY,
             Group::Model(provider, model) => {
-                group_key(&mut self.key, provider, model);
+                group_key(&mut self.key, &provider, &model);
                 &self.key
             }
         };
@@ -350,7 +351,8 @@ impl Accountant {
             Body::Usage(ue) => match &ue.usage {
                 Some(u) if !ue.usage_not_object => {
                     self.kind(&ue.kind, u);
-                    self.bill(at, Source::Usage, u, Group::Model(&ue.provider, &ue.model), |r| {
+                    let group = Group::Model(js::js_string_of(&ue.provider), js::js_string_of(&ue.model));
+                    self.bill(at, Source::Usage, u, group, |r| {
                         r.kind = ue
                             .kind
                             .as_ref()
@@ -422,14 +424,13 @@ impl Accountant {
                 if m.null_block {
                     self.fail("assistant content holds a null block");
                 }
-                let model = match &m.response_model {
-                    Some(v) if !v.is_null() => &m.response_model,
-                    _ => &m.model,
+                let model = match m.response_model.is_nullish() {
+                    false => &m.response_model,
+                    true => &m.model,
                 };
+                let group = Group::Model(m.provider.js_string(), model.js_string());
                 match &m.usage {
-                    Some(u) => self.bill(at, Source::Assistant, u, Group::Model(&m.provider, model), |r| {
-                        message_fields(r, m)
-                    }),
+                    Some(u) => self.bill(at, Source::Assistant, u, group, |r| message_fields(r, m)),
                     None => self.fail("assistant message without a usage object"),
                 }
             }
@@ -463,11 +464,11 @@ impl Accountant {
 }
 
 /// Pi's grouping key `${provider}/${model}`, written into `key`.
-fn group_key(key: &mut String, provider: &Jv, model: &Jv) {
+fn group_key(key: &mut String, provider: &str, model: &str) {
     key.clear();
-    key.push_str(&js::js_string_of(provider));
+    key.push_str(provider);
     key.push('/');
-    key.push_str(&js::js_string_of(model));
+    key.push_str(model);
 }
 
 fn opt_string(v: &Jv) -> Option<CompactString> {
@@ -477,12 +478,21 @@ fn opt_string(v: &Jv) -> Option<CompactString> {
     }
 }
 
+/// [`opt_string`] of a [`StrJv`]: a string is copied as it is (inline up to 24 bytes).
+fn opt_str(v: &StrJv) -> Option<CompactString> {
+    match v {
+        StrJv::Str(s) => Some(s.clone()),
+        _ if v.is_nullish() => None,
+        _ => Some(CompactString::from(v.js_string().as_ref())),
+    }
+}
+
 fn message_fields(r: &mut UsageRecord, m: &Message) {
-    r.provider = opt_string(&m.provider);
-    r.model = opt_string(&m.model);
-    r.response_model = opt_string(&m.response_model);
+    r.provider = opt_str(&m.provider);
+    r.model = opt_str(&m.model);
+    r.response_model = opt_str(&m.response_model);
     r.api = m.api.clone();
-    r.stop_reason = opt_string(&m.stop_reason);
+    r.stop_reason = opt_str(&m.stop_reason);
     r.thinking_level = m.thinking_level.clone();
     r.message_timestamp = m.timestamp_ms;
     r.response_id = m.response_id.clone();
