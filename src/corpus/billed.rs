@@ -240,7 +240,6 @@ mod tests {
             thinking_level: None,
             timestamp: ts.map(CompactString::from),
             message_timestamp: ts.map(|_| 1.7e12),
-            response_id: None,
             child: None,
             input: 1.5,
             output: f64::NAN,

@@ -418,7 +418,11 @@ mod tests {
             let s = StrJv::of(v.clone());
             assert_eq!(s.to_jv(), *v);
             assert_eq!(s.js_string(), js_string_of(v), "{v:?}");
-            assert_eq!(s.is_nullish(), matches!(v, None | Some(serde_json::Value::Null)), "{v:?}");
+            assert_eq!(
+                s.is_nullish(),
+                matches!(v, None | Some(serde_json::Value::Null)),
+                "{v:?}"
+            );
             assert_eq!(s.as_str(), v.as_ref().and_then(|v| v.as_str()));
             let bytes = postcard::to_stdvec(&s).unwrap();
             assert_eq!(bytes, postcard::to_stdvec(&Before(v)).unwrap(), "{v:?}");

@@ -84,10 +84,6 @@ pub struct UsageRecord {
     pub timestamp: Option<CompactString>,
     /// The message's Unix-ms timestamp.
     pub message_timestamp: Option<f64>,
-    /// `responseId` of an answer: part of the call's [`identity`], which is all it is read
-    /// for, so it is not spilled (3 of the 47 MB an export of 1.5 GB spilled).
-    #[serde(skip)]
-    pub response_id: Option<CompactString>,
     /// The child whose usage a [`Source::Subagent`] record is.
     #[serde(skip)]
     pub child: Option<Box<ChildUsage>>,
@@ -300,13 +296,13 @@ impl Accountant {
 
     /// One billed usage: into Pi's totals, its source's sums and its breakdown group, and a
     /// record of it.
-    fn bill(
+    fn bill<'m>(
         &mut self,
         (e, i, active): (&Entry, u32, bool),
         source: Source,
         u: &Usage,
         group: Group<'_>,
-        fill: impl FnOnce(&mut UsageRecord),
+        fill: impl FnOnce(&mut UsageRecord) -> Option<&'m str>,
     ) {
         self.sum(source, u, group);
         self.acc.records.push(record(e, i, source, u, active, fill));
@@ -359,6 +355,7 @@ impl Accountant {
                             .map(|k| CompactString::from(js::js_string_of(&Some(k.clone())).as_ref()));
                         r.provider = opt_string(&ue.provider);
                         r.model = opt_string(&ue.model);
+                        None
                     });
                 }
                 _ => self.fail("usage entry without a usage object"),
@@ -368,7 +365,7 @@ impl Accountant {
                     self.fail("branch_summary usage is not an object");
                 }
                 if let Some(u) = &bs.usage {
-                    self.bill(at, Source::BranchSummary, u, Group::Tools, |_| {});
+                    self.bill(at, Source::BranchSummary, u, Group::Tools, |_| None);
                 }
             }
             Body::Compaction(c) => {
@@ -376,7 +373,7 @@ impl Accountant {
                     self.fail("compaction usage is not an object");
                 }
                 if let Some(u) = &c.usage {
-                    self.bill(at, Source::Compaction, u, Group::Tools, |_| {});
+                    self.bill(at, Source::Compaction, u, Group::Tools, |_| None);
                 }
             }
             Body::Message(m) => self.message(at, m),
@@ -487,7 +484,10 @@ fn opt_str(v: &StrJv) -> Option<CompactString> {
     }
 }
 
-fn message_fields(r: &mut UsageRecord, m: &Message) {
+/// An answer's fields into its record; its `responseId`, which the record's [`identity`] hashes
+/// and nothing else reads (it is not copied into the record: ids are longer than a
+/// `CompactString` holds inline, and a copy was an allocation for each answer).
+fn message_fields<'m>(r: &mut UsageRecord, m: &'m Message) -> Option<&'m str> {
     r.provider = opt_str(&m.provider);
     r.model = opt_str(&m.model);
     r.response_model = opt_str(&m.response_model);
@@ -495,7 +495,7 @@ fn message_fields(r: &mut UsageRecord, m: &Message) {
     r.stop_reason = opt_str(&m.stop_reason);
     r.thinking_level = m.thinking_level.clone();
     r.message_timestamp = m.timestamp_ms;
-    r.response_id = m.response_id.clone();
+    m.response_id.as_deref()
 }
 
 /// A tool result's record, split where a subagent extension summed its children's usage into
@@ -519,7 +519,7 @@ fn split_children(whole: UsageRecord, children: &[ChildUsage]) -> Vec<UsageRecor
         r.cost_total = c.cost;
         (r.cache_write_1h, r.reasoning, r.missing) = (None, None, 0);
         r.child = Some(Box::new(c.clone()));
-        r.identity = identity(&r);
+        r.identity = identity(&r, None);
         rest.input -= r.input;
         rest.output -= r.output;
         rest.cache_read -= r.cache_read;
@@ -532,7 +532,7 @@ fn split_children(whole: UsageRecord, children: &[ChildUsage]) -> Vec<UsageRecor
     let scale = whole.tokens().abs().max(1.0);
     let left = [rest.input, rest.output, rest.cache_read, rest.cache_write];
     if left.iter().any(|v| v.abs() > 1e-9 * scale) || rest.cost_total.abs() > 1e-12 {
-        rest.identity = identity(&rest);
+        rest.identity = identity(&rest, None);
         out.push(rest);
     }
     out
@@ -562,13 +562,13 @@ pub fn transcript_records(records: &[TranscriptRecord]) -> Vec<UsageRecord> {
     out
 }
 
-fn record(
+fn record<'m>(
     e: &Entry,
     i: u32,
     source: Source,
     u: &Usage,
     active: bool,
-    fill: impl FnOnce(&mut UsageRecord),
+    fill: impl FnOnce(&mut UsageRecord) -> Option<&'m str>,
 ) -> UsageRecord {
     let mut miss = 0u16;
     let mut z = |v: f64, bit: u16| {
@@ -595,7 +595,6 @@ fn record(
         thinking_level: None,
         timestamp: e.timestamp.clone(),
         message_timestamp: None,
-        response_id: None,
         child: None,
         input: z(u.input, missing::INPUT),
         output: z(u.output, missing::OUTPUT),
@@ -627,8 +626,8 @@ fn record(
         inherited: false,
     };
     r.missing = miss;
-    fill(&mut r);
-    r.identity = identity(&r);
+    let response_id = fill(&mut r);
+    r.identity = identity(&r, response_id);
     r
 }
 
@@ -641,13 +640,13 @@ fn record(
 ///
 /// The entry id is left out on purpose: a fork of a v1 file copies lines without ids, which the
 /// source only gets by migration.
-fn identity(r: &UsageRecord) -> u128 {
+fn identity(r: &UsageRecord, response_id: Option<&str>) -> u128 {
     thread_local! {
         static BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     BYTES.with_borrow_mut(|bytes| {
         bytes.clear();
-        feed(r, &mut Bytes(bytes));
+        feed(r, response_id, &mut Bytes(bytes));
         xxhash_rust::xxh3::xxh3_128(bytes)
     })
 }
@@ -667,14 +666,14 @@ impl std::hash::Hasher for Bytes<'_> {
 }
 
 /// What [`identity`] hashes of a call.
-fn feed(r: &UsageRecord, h: &mut impl std::hash::Hasher) {
+fn feed(r: &UsageRecord, response_id: Option<&str>, h: &mut impl std::hash::Hasher) {
     match (r.source, r.message_timestamp, &r.child) {
         (Source::Assistant | Source::Transcript, Some(ts), _) => {
             "answer".hash(h);
             ts.to_bits().hash(h);
             r.provider.hash(h);
             r.model.hash(h);
-            r.response_id.hash(h);
+            response_id.hash(h);
         }
         (Source::Subagent, _, Some(c)) => {
             "child".hash(h);
@@ -760,8 +759,10 @@ mod tests {
         assert_eq!(r.tokens(), 15.0);
     }
 
-    /// The identity is the one xxh3's streaming hasher gave for the same writes (cached
-    /// identities stay valid): one-shot xxh3 of the bytes equals streaming them.
+    /// The identity is the one xxh3's streaming hasher gave for the same writes, and the one
+    /// earlier versions computed (cached identities stay valid): one-shot xxh3 of the bytes
+    /// equals streaming them, and a `responseId` hashed from the message is hashed as the copy
+    /// in the record was.
     #[test]
     fn identity_is_the_streamed_hash_of_the_same_bytes() {
         let line = |provider: &str, rest: &str| {
@@ -776,11 +777,20 @@ mod tests {
             &line("p", ""),
         ]);
         assert_eq!(a.records.len(), 3);
-        for r in &a.records {
+        let response_ids = [None, Some("r"), None];
+        for (r, id) in a.records.iter().zip(response_ids) {
             let mut streamed = xxhash_rust::xxh3::Xxh3::new();
-            feed(r, &mut streamed);
+            feed(r, id, &mut streamed);
             assert_eq!(r.identity, streamed.digest128());
         }
+        // What earlier versions computed, the response id copied into the record as a
+        // `CompactString`.
+        let before = [
+            0x637f8fa1097bf4754cb89ac403a87c49u128,
+            0x8bb0920e34b9e656e4faa27d52eaeecf,
+            0xa9e2efef1cc19bf613a7f162d54bb306,
+        ];
+        assert_eq!(a.records.iter().map(|r| r.identity).collect::<Vec<_>>(), before);
     }
 
     #[test]
