@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::number::{num_json, number_to_string};
-use super::value::js_string_of;
+use super::value::js_string_of_value;
 
 /// An entry id or any value used as a `Map` key by Pi (`id`, `parentId`, `targetId`, ...).
 ///
@@ -112,7 +112,7 @@ impl Key {
             Key::Bool(b) => if *b { "true" } else { "false" }.into(),
             Key::Num(bits) => number_to_string(f64::from_bits(*bits)).into(),
             Key::Str(s) => Cow::Borrowed(s),
-            Key::Unique(_, v) => js_string_of(&Some((*v.0).clone())).into_owned().into(),
+            Key::Unique(_, v) => js_string_of_value(&v.0),
         }
     }
 }

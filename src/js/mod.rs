@@ -21,4 +21,4 @@ pub mod value;
 pub use key::{Key, Opaque};
 pub use number::{Num, num_json, number_to_string, stringify_num_len};
 pub use string::{cmp_utf16, is_js_blank, is_js_space, js_trim, stringified_content_len, utf16_len};
-pub use value::{JsVal, Json, Jv, StrJv, js_string_of, js_to_number, js_truthy, jv_text};
+pub use value::{JsVal, Json, Jv, StrJv, js_string_of, js_string_of_value, js_to_number, js_truthy, jv_text};

@@ -198,7 +198,7 @@ pub fn js_string_of(v: &Jv) -> Cow<'_, str> {
 }
 
 /// `String(v)` in JavaScript for a present JSON value.
-fn js_string_of_value(v: &serde_json::Value) -> Cow<'_, str> {
+pub fn js_string_of_value(v: &serde_json::Value) -> Cow<'_, str> {
     match v {
         serde_json::Value::Null => "null".into(),
         serde_json::Value::Bool(b) => if *b { "true" } else { "false" }.into(),

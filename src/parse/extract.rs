@@ -294,7 +294,7 @@ pub fn message_of(v: V<'_, '_>, ctx: &mut LineCtx<'_>) -> Message {
         None => Role::Missing,
         Some(r) => match r.as_str() {
             Some(s) => Role::from_name(s),
-            None => Role::NonString(js::js_string_of(&Some(tape::to_json(r, marks))).into()),
+            None => Role::NonString(js::js_string_of_value(&tape::to_json(r, marks)).into()),
         },
     };
     m.timestamp_ms = f.timestamp.and_then(|t| t.number(marks));

@@ -352,7 +352,7 @@ impl Accountant {
                         r.kind = ue
                             .kind
                             .as_ref()
-                            .map(|k| CompactString::from(js::js_string_of(&Some(k.clone())).as_ref()));
+                            .map(|k| CompactString::from(js::js_string_of_value(k).as_ref()));
                         r.provider = opt_string(&ue.provider);
                         r.model = opt_string(&ue.model);
                         None
