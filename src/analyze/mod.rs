@@ -210,11 +210,12 @@ pub fn analyze_parsed(parsed: ParsedFile) -> FileAnalysis {
 
 fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
     let branch = tree.active_branch();
-    let path = tree.active_session_path();
-    let mut on_path = vec![false; tree.entries.len()];
-    for &i in &branch.entries {
-        on_path[i as usize] = true;
-    }
+    // From a leaf id that names an entry, `buildSessionPath` walks up as `getBranch` does.
+    let path = match tree.leaf() {
+        Some(_) => branch.clone(),
+        None => tree.active_session_path(),
+    };
+    let on_path = tree.marked(&branch.entries);
     let accounting = usage::account(&tree, &on_path);
     let (name, name_err) = match tree.name() {
         Ok(n) => (n, None),

@@ -208,6 +208,9 @@ pub fn project(tree: &Tree, path: &Path) -> Projection {
         model,
         ..Default::default()
     };
+    // An entry each, and a message for most (growing them was most of a projection's copies).
+    proj.entries.reserve_exact(context.len());
+    proj.messages.reserve(context.len());
     for (k, &i) in context.iter().enumerate() {
         let e = &tree.entries[i as usize];
         let start = proj.messages.len();
@@ -504,36 +507,40 @@ pub fn retains_none(e: &crate::parse::entry::Entry) -> bool {
 
 /// The effect of every compaction entry, in file order.
 pub fn compaction_effects(tree: &Tree, active: &Path) -> Vec<CompactionEffect> {
-    let on_path: HashSet<u32> = active.entries.iter().copied().collect();
+    // Most files have no compaction: the active path's entries are marked only for those that do.
+    let mut on_path: Option<Vec<bool>> = None;
     tree.entries
         .iter()
         .enumerate()
         .filter(|(_, e)| e.ty == EntryType::Compaction)
         .map(|(i, e)| {
             let i = i as u32;
+            let on_path = on_path.get_or_insert_with(|| tree.marked(&active.entries));
             let mut eff = CompactionEffect {
                 entry: i,
-                on_active_path: on_path.contains(&i),
+                on_active_path: on_path[i as usize],
                 ..Default::default()
             };
-            let leaf = tree.by_id.get(&e.id).copied();
-            let usable = e.id.truthy() && leaf.is_some_and(|l| !tree.has_cycle_above(l));
-            if !usable {
+            // `getBranch(id)`, `buildSessionPath(.., id, ..)` and the walk that looks for a loop
+            // above it all start at the entry the id names: one walk serves the three.
+            let Some(leaf) = tree.by_id.get(&e.id).copied().filter(|_| e.id.truthy()) else {
+                return eff;
+            };
+            let path = tree.branch_from(leaf);
+            if path.cyclic {
                 return eff;
             }
-            let branch = tree.branch(&e.id);
-            let path = tree.session_path(Some(&e.id));
             let proj = project(tree, &path);
-            eff.path_length = Some(branch.entries.len() as u64);
+            eff.path_length = Some(path.entries.len() as u64);
             eff.context_entries_after = Some(proj.context.len() as u64);
             eff.projected_messages_after = Some(proj.messages.len() as u64);
-            eff.estimated_tokens_after = Some(estimate(tree, &proj, &branch));
+            eff.estimated_tokens_after = Some(estimate(tree, &proj, &path));
             eff.pi_error = proj.pi_error;
             // Entries before the compaction on its own path, split into kept and summarized.
             if let Some(pos) = path.entries.iter().position(|&p| p == i) {
                 let before = pos as u64;
-                let earlier: HashSet<u32> = path.entries[..pos].iter().copied().collect();
-                let kept = proj.context.iter().skip(1).filter(|c| earlier.contains(*c)).count() as u64;
+                let earlier = tree.marked(&path.entries[..pos]);
+                let kept = proj.context.iter().skip(1).filter(|&&c| earlier[c as usize]).count() as u64;
                 eff.entries_kept = Some(kept);
                 eff.entries_summarized = Some(before - kept);
             }

@@ -160,6 +160,20 @@ impl Tree {
         path
     }
 
+    /// `getBranch()` from entry `i`: its path up to a root, reversed.
+    pub fn branch_from(&self, i: u32) -> Path {
+        self.walk(Some(i))
+    }
+
+    /// A flag per entry, set for `entries`.
+    pub fn marked(&self, entries: &[u32]) -> Vec<bool> {
+        let mut marks = vec![false; self.entries.len()];
+        for &i in entries {
+            marks[i as usize] = true;
+        }
+        marks
+    }
+
     /// `getTree().length`: entries whose `parentId` is `null`, their own id, or names no entry.
     pub fn root_count(&self) -> u64 {
         self.entries
