@@ -80,10 +80,20 @@ impl Tree {
         }
         let entries = all;
         let mut by_id = HashMap::with_capacity(entries.len());
+        let mut repeated = false;
         for (i, e) in entries.iter().enumerate() {
-            by_id.insert(e.id.clone(), i as u32);
+            repeated |= by_id.insert(e.id.clone(), i as u32).is_some();
         }
-        let parents = entries.iter().map(|e| by_id.get(&e.parent).copied()).collect();
+        // Pi appends an entry under the one before it: when no id repeats, that one is the
+        // entry `byId` names, found without a lookup.
+        let parents = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match i.checked_sub(1) {
+                Some(before) if !repeated && entries[before].id == e.parent => Some(before as u32),
+                _ => by_id.get(&e.parent).copied(),
+            })
+            .collect();
         let leaf_id = entries.last().map(|e| e.id.clone());
         Some(Tree {
             header,
@@ -382,6 +392,29 @@ mod tests {
         };
         assert_eq!(c.first_kept, Key::str("#1"));
         assert_eq!(t.migrated_from, Some(serde_json::json!(1)));
+    }
+
+    proptest::proptest! {
+        /// Each entry's parent is the entry `byId` names, whether it was found by the lookup or
+        /// as the entry before: with ids and parents from a few values (repeated ids, no id,
+        /// `null`, numbers, objects), so that entries often hang under the one before.
+        #[test]
+        fn parents_are_the_entries_by_id_names(links in proptest::collection::vec((0usize..7, 0usize..7), 1..12)) {
+            const VALUES: [&str; 7] = [r#""a""#, r#""b""#, r#""c""#, "null", "1", "{}", ""];
+            let field = |name: &str, v: usize| match VALUES[v] {
+                "" => String::new(),
+                value => format!(r#","{name}":{value}"#),
+            };
+            let lines: Vec<String> = links
+                .iter()
+                .map(|&(id, parent)| format!(r#"{{"type":"custom"{}{}}}"#, field("id", id), field("parentId", parent)))
+                .collect();
+            let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+            let t = tree_of(&lines);
+            for (i, e) in t.entries.iter().enumerate() {
+                proptest::prop_assert_eq!(t.parents[i], t.by_id.get(&e.parent).copied(), "entry {} of {:?}", i, lines);
+            }
+        }
     }
 
     #[test]

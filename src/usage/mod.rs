@@ -279,6 +279,8 @@ struct Accountant {
     kinds: HashMap<String, usize>,
     /// The group key being built (reused).
     key: String,
+    /// Where the group of the last usage is in `groups`.
+    last_group: usize,
 }
 
 impl Accountant {
@@ -327,15 +329,20 @@ impl Accountant {
                 &self.key
             }
         };
-        // Looked up by reference: a key is allocated only the first time it is met.
-        let at = match self.group_index.get(key) {
-            Some(&at) => at,
-            None => {
-                self.groups.push((key.to_string(), PiTotals::default()));
-                self.group_index.insert(key.to_string(), self.groups.len() - 1);
-                self.groups.len() - 1
-            }
+        // The group of the usage before, most often; otherwise looked up by reference: a key
+        // is allocated only the first time it is met.
+        let at = match self.groups.get(self.last_group) {
+            Some((last, _)) if last == key => self.last_group,
+            _ => match self.group_index.get(key) {
+                Some(&at) => at,
+                None => {
+                    self.groups.push((key.to_string(), PiTotals::default()));
+                    self.group_index.insert(key.to_string(), self.groups.len() - 1);
+                    self.groups.len() - 1
+                }
+            },
         };
+        self.last_group = at;
         // Errors were already recorded by the sums above over the same usage.
         let _ = self.groups[at].1.add(u);
     }
