@@ -193,11 +193,6 @@ impl Tree {
             .count() as u64
     }
 
-    /// Whether walking up from entry `i` ever revisits an entry.
-    pub fn has_cycle_above(&self, i: u32) -> bool {
-        self.walk(Some(i)).cyclic
-    }
-
     /// An id as the oracle prints it (`#<n>` for migrated v1 files).
     pub fn id_json(&self, i: u32) -> serde_json::Value {
         self.entries[i as usize].id.to_json()
