@@ -224,7 +224,7 @@ fn analyze_tree(stats: LineStats, tree: Tree) -> SessionAnalysis {
     let proj = project::project(&tree, &path);
     let estimate = project::estimate(&tree, &proj, &branch);
     let context_usage_tokens = project::context_usage_known(&tree, &proj, &branch).then(|| estimate.tokens.clone());
-    let effects = project::compaction_effects(&tree, &branch);
+    let effects = project::compaction_effects(&tree, &on_path);
     let started_ms = tree
         .header
         .timestamp

@@ -505,17 +505,15 @@ pub fn retains_none(e: &crate::parse::entry::Entry) -> bool {
     matches!(&e.body, Body::Compaction(c) if e.id.truthy() && c.first_kept == e.id)
 }
 
-/// The effect of every compaction entry, in file order.
-pub fn compaction_effects(tree: &Tree, active: &Path) -> Vec<CompactionEffect> {
-    // Most files have no compaction: the active path's entries are marked only for those that do.
-    let mut on_path: Option<Vec<bool>> = None;
+/// The effect of every compaction entry, in file order. `on_path[i]` says whether entry `i` is
+/// on the active path.
+pub fn compaction_effects(tree: &Tree, on_path: &[bool]) -> Vec<CompactionEffect> {
     tree.entries
         .iter()
         .enumerate()
         .filter(|(_, e)| e.ty == EntryType::Compaction)
         .map(|(i, e)| {
             let i = i as u32;
-            let on_path = on_path.get_or_insert_with(|| tree.marked(&active.entries));
             let mut eff = CompactionEffect {
                 entry: i,
                 on_active_path: on_path[i as usize],
@@ -611,7 +609,7 @@ mod tests {
     fn retain_none_compaction_keeps_nothing_before_it() {
         let comp = r#"{"type":"compaction","id":"c1","parentId":"u2","summary":"sum","firstKeptEntryId":"c1","tokensBefore":5}"#;
         let t = tree(&[U1, A1, U2, comp]);
-        let effects = compaction_effects(&t, &t.active_branch());
+        let effects = compaction_effects(&t, &t.marked(&t.active_branch().entries));
         assert_eq!(effects.len(), 1);
         assert_eq!(effects[0].context_entries_after, Some(1));
         assert_eq!(
