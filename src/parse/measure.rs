@@ -1109,17 +1109,30 @@ mod tests {
         cut.push(b'"');
         assert_eq!(measure(&cut, &Portable), None);
         assert_eq!(json_string(&cut), None);
+        // The same with the missing byte after the ASCII block (where a count that forgot the
+        // character begun two blocks before would take it as the rest of one).
+        let mut parted = vec![b'a'; 63];
+        parted.push(0xC3);
+        parted.extend_from_slice(&[b'a'; 64]);
+        parted.push(0xA9);
+        parted.extend_from_slice(&[b'a'; 70]);
+        parted.push(b'"');
+        assert_eq!(reference(&parted), None);
+        assert_eq!(measure(&parted, &Portable), None);
+        assert_eq!(json_string(&parted), None);
     }
 
     fn blocks_measure_as_a_scalar_walk(measured: impl Fn(&[u8]) -> Option<(usize, Lengths)>) {
-        const PIECES: [&[u8]; 31] = [
+        const PIECES: [&[u8]; 33] = [
             b"plain ascii words ",
             b"\\n",
             b"\\\"",
             b"\\\\",
+            b"\\t",
             b"\\/",
             b"\\b",
-            b"\\t",
+            b"\\r",
+            b"\\f",
             b"\\u00e9",
             b"\\u001f",
             b"\\u0022",
@@ -1148,7 +1161,13 @@ mod tests {
         let mut next = crate::parse::xorshift(0x9E37_79B9_7F4A_7C15u64);
         let mut cut_ones = 0;
         for case in 0..40_000 {
-            let pieces = if case % 3 == 0 { PIECES.len() } else { 17 };
+            // All pieces; those that are valid; or ASCII with only the escapes of real text
+            // (`\n`, `\"`, `\\`, `\t`), over whole blocks.
+            let pieces = match case % 3 {
+                0 => PIECES.len(),
+                1 => 19,
+                _ => 5,
+            };
             let mut p = Vec::new();
             for _ in 0..next() % 90 {
                 p.extend_from_slice(PIECES[(next() % pieces as u64) as usize]);
