@@ -374,7 +374,7 @@ impl Scratch {
             })
         };
         let out = read.map(|end| {
-            let (parsed, resume) = parser.finish(&buf[..end.tail], self);
+            let (parsed, resume) = parser.finish(&buf[end.tail], self);
             (parsed, resume, end.len)
         });
         self.read = buf;
