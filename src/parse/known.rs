@@ -31,10 +31,19 @@ use super::entry::{Body, ContentChars, Entry, EntryType, Message, Role, Usage};
 use super::measure;
 use crate::js::{Key, StrJv};
 
-/// The entry of a tool-result, user or assistant line written in Pi's form (see the module), or
-/// `None` for any other line. `usage` reads an assistant message's usage object (given as its
-/// bytes, valid JSON) as `extract::usage_of` reads it; `None` sends the line the general way.
-pub fn message(line: &[u8], line_no: u32, offset: u64, usage: &mut dyn FnMut(&[u8]) -> Option<Usage>) -> Option<Entry> {
+/// The entry of a tool-result, user or assistant line written in Pi's form (see the module) at
+/// the start of `line`, and the line's length; `None` for any other line. `line` may run on
+/// past the line's end into the lines after it: the line must end with a newline or with
+/// `line` itself, and is found in the same pass (nothing read here takes a newline: strings
+/// hold no control character, numbers and literals are what they are, and a usage object for
+/// `usage` is looked for before the newline). `usage` reads an assistant message's usage object (given as
+/// its bytes, valid JSON) as `extract::usage_of` reads it; `None` sends the line the general way.
+pub fn message(
+    line: &[u8],
+    line_no: u32,
+    offset: u64,
+    usage: &mut dyn FnMut(&[u8]) -> Option<Usage>,
+) -> Option<(Entry, usize)> {
     let mut l = Cursor { b: line, at: 0 };
     l.lit(br#"{"type":"message","#)?;
     let (mut id, mut parent) = (Key::Undefined, Key::Undefined);
@@ -100,7 +109,9 @@ pub fn message(line: &[u8], line_no: u32, offset: u64, usage: &mut dyn FnMut(&[u
             let (u, n) = match pi_usage(rest) {
                 Some(read) => read,
                 None => {
-                    let n = object_end(rest)?;
+                    // Within the line: JSON takes a newline between tokens, a line does not.
+                    let line_end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+                    let n = object_end(&rest[..line_end])?;
                     (usage(&rest[..n])?, n)
                 }
             };
@@ -126,10 +137,10 @@ pub fn message(line: &[u8], line_no: u32, offset: u64, usage: &mut dyn FnMut(&[u
         }
     }
     l.lit(b"}}")?;
-    if l.at != line.len() {
+    if line.get(l.at).is_some_and(|&b| b != b'\n') {
         return None;
     }
-    Some(Entry {
+    let entry = Entry {
         line: line_no,
         offset,
         ty: EntryType::Message,
@@ -137,7 +148,8 @@ pub fn message(line: &[u8], line_no: u32, offset: u64, usage: &mut dyn FnMut(&[u
         parent,
         timestamp: Some(timestamp.into()),
         body: Body::Message(m),
-    })
+    };
+    Some((entry, l.at))
 }
 
 /// An assistant message's usage object at the start of `bytes` in the form Pi writes it, read as
@@ -775,7 +787,7 @@ mod tests {
             let tape = simd_json::to_tape_with_buffers(&mut bytes, &mut buffers).ok()?;
             super::super::extract::usage_of(super::super::tape::Val::root(&tape), Default::default())
         };
-        super::message(line, 0, 0, &mut usage).is_some()
+        super::message(line, 0, 0, &mut usage).is_some_and(|(_, n)| n == line.len())
     }
 
     proptest::proptest! {
@@ -1026,5 +1038,23 @@ mod tests {
         if super::super::measure::available() {
             assert!(known > 1000, "{known} lines read by the fast path");
         }
+    }
+
+    /// A line ends at its newline where JSON would go on: an assistant message whose usage object
+    /// (not in Pi's form, so read by simd-json) a newline cuts in two is two damaged lines on
+    /// both paths, not one entry, and the lines around it are read as they are.
+    #[test]
+    fn a_newline_ends_a_known_line_where_json_would_go_on() {
+        let usage = r#"{"output":2,"input":1,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}"#;
+        let line = format!(
+            r#"{{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"assistant","content":[],"api":"x","provider":"p","model":"m","usage":{usage},"stopReason":"stop","timestamp":1}}}}"#
+        );
+        assert!(read(line.as_bytes()));
+        let split = line.replacen(r#""input":1,"#, "\"input\":1,\n", 1);
+        let file = format!("{H}\n{line}\n{split}\n{line}");
+        let (fast, whole) = parse_both(file.as_bytes());
+        assert_eq!(format!("{fast:?}"), format!("{whole:?}"));
+        assert_eq!(fast.entries.len(), 3);
+        assert_eq!(fast.stats.malformed_lines, 2);
     }
 }

@@ -13,7 +13,6 @@ pub mod measure;
 pub mod repair;
 pub mod tape;
 
-use memchr::memchr_iter;
 use simd_json::tape::Tape;
 
 use entry::{Body, Entry, EntryType, Header, TranscriptRecord};
@@ -273,40 +272,48 @@ impl Scratch {
         result
     }
 
+    /// The entry of a tool-result, user or assistant line in Pi's own form at the start of
+    /// `bytes` (which may run on into the lines after it), and the line's length: read without
+    /// a tape of the line, simd-json parses only an assistant message's usage object when it is
+    /// not in Pi's form either. `None` for any other line.
+    fn known_entry(&mut self, bytes: &[u8], (line, offset): (u32, u64)) -> Option<(Entry, usize)> {
+        if !self.cut_payloads {
+            return None;
+        }
+        let Scratch {
+            line: buf,
+            buffers,
+            tape,
+            ..
+        } = self;
+        let mut usage = |object: &[u8]| {
+            buf.clear();
+            buf.extend_from_slice(object);
+            let len = buf.len();
+            buf.resize(len + simd_json::INPUT_PADDING, b' ');
+            let mut t: Tape<'_> = tape.take().unwrap_or_else(|| Tape(Vec::new())).reset();
+            let usage = simd_json::fill_tape_padded(buf, len, buffers, &mut t)
+                .ok()
+                .and_then(|()| extract::usage_of(Val::root(&t), Marks::default()));
+            *tape = Some(t.reset());
+            usage
+        };
+        known::message(bytes, line, offset, &mut usage)
+    }
+
     /// Parse a line, repairing it first when simd-json rejects what `JSON.parse` accepts, and push
-    /// its entry onto `entries`.
+    /// its entry onto `entries`. `known_tried`: [`Scratch::known_entry`] did not take it.
     fn parse_js_line(
         &mut self,
         bytes: &[u8],
         (line, offset): (u32, u64),
         stats: &mut LineStats,
         entries: &mut Vec<Entry>,
+        known_tried: bool,
     ) -> LineOutcome {
-        // Tool results, user and assistant messages in Pi's own form are read without a tape of
-        // the line: simd-json parses only an assistant message's usage object.
-        if self.cut_payloads {
-            let Scratch {
-                line: buf,
-                buffers,
-                tape,
-                ..
-            } = self;
-            let mut usage = |object: &[u8]| {
-                buf.clear();
-                buf.extend_from_slice(object);
-                let len = buf.len();
-                buf.resize(len + simd_json::INPUT_PADDING, b' ');
-                let mut t: Tape<'_> = tape.take().unwrap_or_else(|| Tape(Vec::new())).reset();
-                let usage = simd_json::fill_tape_padded(buf, len, buffers, &mut t)
-                    .ok()
-                    .and_then(|()| extract::usage_of(Val::root(&t), Marks::default()));
-                *tape = Some(t.reset());
-                usage
-            };
-            if let Some(e) = known::message(bytes, line, offset, &mut usage) {
-                entries.push(e);
-                return LineOutcome::Parsed;
-            }
+        if !known_tried && let Some((e, _)) = self.known_entry(bytes, (line, offset)) {
+            entries.push(e);
+            return LineOutcome::Parsed;
         }
         let parsed = match self.parse_line(bytes, line, offset, Marks::default()) {
             Ok(parsed) => Ok(parsed),
@@ -578,10 +585,34 @@ impl FileParser {
             self.out.stats.bom = true;
         }
         let mut start = 0;
-        for end in memchr_iter(b'\n', lines) {
-            self.line(&lines[start..end], true, scratch);
-            start = end + 1;
+        while start < lines.len() {
+            let rest = &lines[start..];
+            // A line in Pi's form is read to its end by the known path, which finds its newline
+            // on the way: only other lines are searched for theirs.
+            let len = match scratch.known_entry(rest, (self.line_no, self.offset)) {
+                Some((entry, len)) => {
+                    self.known_line(entry, len);
+                    len
+                }
+                None => {
+                    let len = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+                    self.line(&rest[..len], true, scratch, true);
+                    len
+                }
+            };
+            start += len + 1;
         }
+    }
+
+    /// What [`FileParser::line`] does with a line [`Scratch::known_entry`] read (`len` bytes
+    /// and its newline).
+    fn known_line(&mut self, entry: Entry, len: usize) {
+        let stats = &mut self.out.stats;
+        stats.lines += 1;
+        stats.parsed_lines += 1;
+        self.out.entries.push(entry);
+        self.line_no = self.line_no.saturating_add(1);
+        self.offset += len as u64 + 1;
     }
 
     /// [`FileParser::lines`] on the worker's cores: the piece is cut at line ends into up to
@@ -663,7 +694,7 @@ impl FileParser {
             entries: self.out.entries.len(),
         };
         if !tail.is_empty() {
-            self.line(tail, false, scratch);
+            self.line(tail, false, scratch, false);
         }
         let mut out = self.out;
         out.stats.bytes = total;
@@ -697,8 +728,9 @@ impl FileParser {
         (out, resume)
     }
 
-    /// One physical line (without its `\n`), `terminated` unless it is the file's last.
-    fn line(&mut self, line: &[u8], terminated: bool, scratch: &mut Scratch) {
+    /// One physical line (without its `\n`), `terminated` unless it is the file's last;
+    /// `known_tried`: [`Scratch::known_entry`] did not take it.
+    fn line(&mut self, line: &[u8], terminated: bool, scratch: &mut Scratch, known_tried: bool) {
         let start = self.offset;
         let stats = &mut self.out.stats;
         stats.lines += 1;
@@ -708,7 +740,7 @@ impl FileParser {
         if crate::js::is_js_blank(line) {
             stats.blank_lines += 1;
         } else {
-            match scratch.parse_js_line(line, (self.line_no, start), stats, &mut self.out.entries) {
+            match scratch.parse_js_line(line, (self.line_no, start), stats, &mut self.out.entries, known_tried) {
                 LineOutcome::Parsed => stats.parsed_lines += 1,
                 LineOutcome::Falsy => stats.dropped_values += 1,
                 LineOutcome::Invalid if !terminated => stats.pending_tail_bytes = line.len() as u64,
