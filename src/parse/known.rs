@@ -157,8 +157,9 @@ pub fn message(
 /// through simd-json):
 ///
 /// ```text
-/// {"input":N,"output":N,"cacheRead":N,"cacheWrite":N[,"cacheWrite1h":N][,"reasoning":N],"totalTokens":N,
-///  "cost":{"input":F,"output":F,"cacheRead":F,"cacheWrite":F,"total":F[,"totalFromProvider":B]}}
+/// {"input":N,"output":N,"cacheRead":N,"cacheWrite":N[,"cacheWrite1h":N][,"reasoning":N][,"totalTokens":N],
+///  "cost":{"input":F,"output":F,"cacheRead":F,"cacheWrite":F,"total":F[,"totalFromProvider":B]}
+///  [,"cacheWrite1h":N][,"reasoning":N]}
 /// ```
 ///
 /// with `N` an integer of at most 15 digits and `F` a non-negative number as `JSON.stringify`
@@ -206,8 +207,9 @@ fn pi_usage(bytes: &[u8]) -> Option<(Usage, usize)> {
     if c.lit(br#","reasoning":"#).is_some() {
         u.reasoning = c.integer()?;
     }
-    c.lit(br#","totalTokens":"#)?;
-    u.total_tokens = c.integer()?;
+    if c.lit(br#","totalTokens":"#).is_some() {
+        u.total_tokens = c.integer()?;
+    }
     read!(number:
         br#","cost":{"input":"# => u.cost_input,
         br#","output":"# => u.cost_output,
@@ -221,7 +223,18 @@ fn pi_usage(bytes: &[u8]) -> Option<(Usage, usize)> {
             c.lit(b"false")?;
         }
     }
-    c.lit(b"}}")?;
+    c.lit(b"}")?;
+    // Set after the cost by some providers' code, each at most once in all (`JSON.parse` keeps
+    // the last of a repeated key: simd-json's reading is left to decide).
+    if c.lit(br#","cacheWrite1h":"#).is_some() {
+        let n = c.integer()?;
+        u.cache_write_1h = u.cache_write_1h.is_nan().then_some(n)?;
+    }
+    if c.lit(br#","reasoning":"#).is_some() {
+        let n = c.integer()?;
+        u.reasoning = u.reasoning.is_nan().then_some(n)?;
+    }
+    c.lit(b"}")?;
     Some((u, c.at))
 }
 
@@ -861,13 +874,31 @@ mod tests {
             let plain = case % 3 == 0;
             let mut o = String::from("{");
             let mut keys = vec!["input", "output", "cacheRead", "cacheWrite"];
+            // Keys some providers set after the cost.
+            let mut after = vec![];
             if next().is_multiple_of(4) {
-                keys.push("cacheWrite1h");
+                if next().is_multiple_of(2) {
+                    &mut keys
+                } else {
+                    &mut after
+                }
+                .push("cacheWrite1h");
             }
             if next().is_multiple_of(2) {
-                keys.push("reasoning");
+                if next().is_multiple_of(3) {
+                    &mut after
+                } else {
+                    &mut keys
+                }
+                .push("reasoning");
             }
-            keys.push("totalTokens");
+            if !next().is_multiple_of(5) {
+                keys.push("totalTokens");
+            }
+            // A key given twice.
+            if !plain && next().is_multiple_of(8) {
+                after.push(["cacheWrite1h", "reasoning"][(next() % 2) as usize]);
+            }
             if !plain && next().is_multiple_of(8) {
                 keys.swap(0, 1);
             }
@@ -895,10 +926,19 @@ mod tests {
                 2 if !plain => o += r#","totalFromProvider":1"#,
                 _ => {}
             }
+            o += "}";
+            for k in after {
+                let n = if plain {
+                    (next() % 100_000).to_string()
+                } else {
+                    number(&mut next, true)
+                };
+                o += &format!(r#","{k}":{n}"#);
+            }
             o += if plain || !next().is_multiple_of(8) {
-                "}}"
+                "}"
             } else {
-                "},\"x\":1}"
+                ",\"x\":1}"
             };
             // What follows the object in a line.
             let fast = super::pi_usage(format!(r#"{o},"stopReason":"stop"}}"#).as_bytes());
