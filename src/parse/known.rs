@@ -902,12 +902,16 @@ mod tests {
             if !plain && next().is_multiple_of(8) {
                 keys.swap(0, 1);
             }
-            for k in keys {
-                let n = if plain {
+            // A token count.
+            let integer = |next: &mut dyn FnMut() -> u64| {
+                if plain {
                     (next() % 100_000).to_string()
                 } else {
-                    number(&mut next, true)
-                };
+                    number(next, true)
+                }
+            };
+            for k in keys {
+                let n = integer(&mut next);
                 o += &format!(r#""{k}":{n},"#);
             }
             o += r#""cost":{"#;
@@ -928,11 +932,7 @@ mod tests {
             }
             o += "}";
             for k in after {
-                let n = if plain {
-                    (next() % 100_000).to_string()
-                } else {
-                    number(&mut next, true)
-                };
+                let n = integer(&mut next);
                 o += &format!(r#","{k}":{n}"#);
             }
             o += if plain || !next().is_multiple_of(8) {
