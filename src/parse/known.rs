@@ -36,8 +36,9 @@ use crate::js::{Key, StrJv};
 /// past the line's end into the lines after it: the line must end with a newline or with
 /// `line` itself, and is found in the same pass (nothing read here takes a newline: strings
 /// hold no control character, numbers and literals are what they are, and a usage object for
-/// `usage` is looked for before the newline). `usage` reads an assistant message's usage object (given as
-/// its bytes, valid JSON) as `extract::usage_of` reads it; `None` sends the line the general way.
+/// `usage` is looked for before the newline). `usage` reads an assistant message's usage
+/// object (given as its bytes, valid JSON) as `extract::usage_of` reads it; `None` sends the
+/// line the general way.
 pub fn message(
     line: &[u8],
     line_no: u32,
