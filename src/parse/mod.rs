@@ -301,20 +301,15 @@ impl Scratch {
         known::message(bytes, line, offset, &mut usage)
     }
 
-    /// Parse a line, repairing it first when simd-json rejects what `JSON.parse` accepts, and push
-    /// its entry onto `entries`. `known_tried`: [`Scratch::known_entry`] did not take it.
+    /// Parse a line that [`Scratch::known_entry`] did not take, repairing it first when simd-json
+    /// rejects what `JSON.parse` accepts, and push its entry onto `entries`.
     fn parse_js_line(
         &mut self,
         bytes: &[u8],
         (line, offset): (u32, u64),
         stats: &mut LineStats,
         entries: &mut Vec<Entry>,
-        known_tried: bool,
     ) -> LineOutcome {
-        if !known_tried && let Some((e, _)) = self.known_entry(bytes, (line, offset)) {
-            entries.push(e);
-            return LineOutcome::Parsed;
-        }
         let parsed = match self.parse_line(bytes, line, offset, Marks::default()) {
             Ok(parsed) => Ok(parsed),
             Err(()) => {
@@ -586,33 +581,27 @@ impl FileParser {
         }
         let mut start = 0;
         while start < lines.len() {
-            let rest = &lines[start..];
-            // A line in Pi's form is read to its end by the known path, which finds its newline
-            // on the way: only other lines are searched for theirs.
-            let len = match scratch.known_entry(rest, (self.line_no, self.offset)) {
-                Some((entry, len)) => {
-                    self.known_line(entry, len);
-                    len
-                }
-                None => {
-                    let len = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
-                    self.line(&rest[..len], true, scratch, true);
-                    len
-                }
-            };
-            start += len + 1;
+            start += self.next_line(&lines[start..], true, scratch) + 1;
         }
     }
 
-    /// What [`FileParser::line`] does with a line [`Scratch::known_entry`] read (`len` bytes
-    /// and its newline).
-    fn known_line(&mut self, entry: Entry, len: usize) {
+    /// The line at the start of `rest` (the rest of a piece, or the file's unterminated last
+    /// line when not `terminated`): its length. A line in Pi's form is read to its end by the
+    /// known path, which finds its newline on the way; only other lines are searched for theirs.
+    fn next_line(&mut self, rest: &[u8], terminated: bool, scratch: &mut Scratch) -> usize {
+        let Some((entry, len)) = scratch.known_entry(rest, (self.line_no, self.offset)) else {
+            let len = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+            self.line(&rest[..len], terminated, scratch);
+            return len;
+        };
+        // What `line` does with a line that parses.
         let stats = &mut self.out.stats;
         stats.lines += 1;
         stats.parsed_lines += 1;
         self.out.entries.push(entry);
         self.line_no = self.line_no.saturating_add(1);
-        self.offset += len as u64 + 1;
+        self.offset += len as u64 + u64::from(terminated);
+        len
     }
 
     /// [`FileParser::lines`] on the worker's cores: the piece is cut at line ends into up to
@@ -694,7 +683,7 @@ impl FileParser {
             entries: self.out.entries.len(),
         };
         if !tail.is_empty() {
-            self.line(tail, false, scratch, false);
+            self.next_line(tail, false, scratch);
         }
         let mut out = self.out;
         out.stats.bytes = total;
@@ -728,9 +717,9 @@ impl FileParser {
         (out, resume)
     }
 
-    /// One physical line (without its `\n`), `terminated` unless it is the file's last;
-    /// `known_tried`: [`Scratch::known_entry`] did not take it.
-    fn line(&mut self, line: &[u8], terminated: bool, scratch: &mut Scratch, known_tried: bool) {
+    /// One physical line (without its `\n`) that [`Scratch::known_entry`] did not take,
+    /// `terminated` unless it is the file's last.
+    fn line(&mut self, line: &[u8], terminated: bool, scratch: &mut Scratch) {
         let start = self.offset;
         let stats = &mut self.out.stats;
         stats.lines += 1;
@@ -740,7 +729,7 @@ impl FileParser {
         if crate::js::is_js_blank(line) {
             stats.blank_lines += 1;
         } else {
-            match scratch.parse_js_line(line, (self.line_no, start), stats, &mut self.out.entries, known_tried) {
+            match scratch.parse_js_line(line, (self.line_no, start), stats, &mut self.out.entries) {
                 LineOutcome::Parsed => stats.parsed_lines += 1,
                 LineOutcome::Falsy => stats.dropped_values += 1,
                 LineOutcome::Invalid if !terminated => stats.pending_tail_bytes = line.len() as u64,
