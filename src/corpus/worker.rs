@@ -146,7 +146,11 @@ impl Work<'_> {
                     Some(records) => transcript_outcome(f, record, &records, self.forms),
                 }
             }
-            FileAnalysis::Session(a) => Outcome::Session(Box::new(finished(f, &a, self.forms))),
+            FileAnalysis::Session(mut a) => {
+                let out = Outcome::Session(Box::new(finished(f, &a, self.forms)));
+                crate::parse::entry::recycle(std::mem::take(&mut a.tree.entries));
+                out
+            }
         }
     }
 }

@@ -64,10 +64,8 @@ pub fn message(
     l.lit(br#","message":{"role":""#)?;
     // Filled where it lies on the heap (a message is half a kilobyte: built on the stack, it
     // was copied into its box).
-    let mut m = Box::new(Message {
-        has_content_key: true,
-        ..Message::default()
-    });
+    let mut m = Message::boxed();
+    m.has_content_key = true;
     if l.lit(br#"toolResult","toolCallId":""#).is_some() {
         l.measured()?;
         l.lit(br#","toolName":""#)?;
@@ -1079,6 +1077,31 @@ mod tests {
         if super::super::measure::available() {
             assert!(known > 1000, "{known} lines read by the fast path");
         }
+    }
+
+    /// A message's box used again (`entry::recycle`) keeps nothing of the message it held: the
+    /// sample's files, read one after another on one thread with each file's entries recycled
+    /// (assistant messages' usage, models and ids before user messages and tool results, whose
+    /// forms leave those unset), parse as a fresh whole parse does; a spare box is empty.
+    #[test]
+    fn recycled_message_boxes_keep_nothing_of_their_last_message() {
+        use super::super::entry::{Message, recycle};
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/sample");
+        let files: Vec<Vec<u8>> = walkdir::WalkDir::new(root)
+            .sort_by_file_name()
+            .into_iter()
+            .map(Result::unwrap)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+            .map(|e| std::fs::read(e.path()).unwrap())
+            .collect();
+        assert!(files.len() > 5);
+        for bytes in files.iter().chain(&files) {
+            let (fast, whole) = parse_both(bytes);
+            assert_eq!(format!("{:?}", fast.entries), format!("{:?}", whole.entries));
+            recycle(fast.entries);
+            recycle(whole.entries);
+        }
+        assert_eq!(format!("{:?}", Message::boxed()), format!("{:?}", Message::default()));
     }
 
     /// A line ends at its newline where JSON would go on: an assistant message whose usage object
