@@ -529,6 +529,7 @@ pub fn analyze_files(
             out
         })
         .collect();
+    rayon::broadcast(|_| crate::parse::entry::free_spare());
     let mut corpus = Corpus {
         bytes: bytes.into_inner(),
         spill,

@@ -286,6 +286,12 @@ thread_local! {
     static SPARE: std::cell::RefCell<Vec<Box<Message>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// Free this thread's spare message boxes: a scan's last file is done, and the memory is
+/// wanted for what comes after it (an export's frames).
+pub fn free_spare() {
+    SPARE.with_borrow_mut(|spare| *spare = Vec::new());
+}
+
 /// Drop `entries`, keeping the boxes of their messages (emptied) for this thread's next
 /// messages. A box per message line (half a kilobyte, hundreds of thousands of them in a scan)
 /// was most of a scan's calls to the allocator, and freed a file at a time they went through
