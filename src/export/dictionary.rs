@@ -12,6 +12,9 @@
 //! polars weighs it, over all its rows, and the rest of its dictionary is not made when that
 //! says plain. The pages are in every case polars' own: the same values in the same order
 //! (first seen first), the same keys and validity, the same choice of encoding.
+//!
+//! A float column polars weighs the same way, over every row, only to find that it cannot
+//! make a dictionary of floats and to write it plain: here it is written plain at once.
 
 use polars::prelude::ArrowDataType;
 use polars_arrow::array::{Array, DictionaryArray, MutableBinaryViewArray, PrimitiveArray, Utf8ViewArray};
@@ -72,6 +75,19 @@ pub fn string_column(array: &dyn Array, encoding: &[Encoding]) -> Option<(Box<dy
     let keys = PrimitiveArray::new(ArrowDataType::UInt32, d.keys.into(), strings.validity().cloned());
     let array = DictionaryArray::try_new(dtype, keys, d.values.freeze().boxed()).ok()?;
     Some((array.boxed(), Encoding::RleDictionary))
+}
+
+/// The encoding of a float column (one leaf), when polars would try a dictionary for it:
+/// plain. polars tries one for every primitive column; for floats it estimates the column's
+/// cardinality first (a HyperLogLog over every row), then cannot cast floats to a dictionary,
+/// and writes the column plain. Here the estimate is skipped: the pages are the same. `None`
+/// for anything else (other types, an empty column, whose empty dictionary polars writes).
+pub fn float_column(array: &dyn Array, encoding: &[Encoding]) -> Option<Encoding> {
+    let float = matches!(
+        array.dtype(),
+        ArrowDataType::Float16 | ArrowDataType::Float32 | ArrowDataType::Float64
+    );
+    (float && encoding == [Encoding::RleDictionary] && !array.is_empty()).then_some(Encoding::Plain)
 }
 
 /// A column's keys (0 for a null, as polars' builder leaves it) and its distinct values in the
@@ -219,6 +235,42 @@ mod tests {
         let df = df!("a" => column(base)).expect("a frame");
         let (ours, theirs) = both(&df);
         assert!(ours == theirs, "base {base}: not polars' bytes");
+    }
+
+    /// Float columns of every shape polars could weigh (few values or all distinct, nulls,
+    /// nulls only, NaN, both zeros, one row, more rows than a small column): polars' own bytes.
+    #[test]
+    fn float_columns_are_written_as_polars_writes_them() {
+        let few = |i: usize| [0.0, 1.5, -0.0, 3.0][i % 4];
+        let columns: Vec<Vec<Option<f64>>> = vec![
+            vec![Some(2.0)],
+            (0..100).map(|i| Some(few(i))).collect(),
+            (0..1_000).map(|i| Some(few(i))).collect(),
+            (0..1_000).map(|i| Some(i as f64 * 0.37)).collect(),
+            (0..1_000).map(|i| (i % 3 != 0).then(|| few(i))).collect(),
+            (0..1_000).map(|_| None).collect(),
+            (0..1_000)
+                .map(|i| Some(if i % 7 == 0 { f64::NAN } else { i as f64 }))
+                .collect(),
+            (0..1_000)
+                .map(|i| Some(if i % 2 == 0 { f64::INFINITY } else { -0.0 }))
+                .collect(),
+        ];
+        for (n, values) in columns.into_iter().enumerate() {
+            let rows = values.len();
+            let f32s: Vec<Option<f32>> = values.iter().map(|v| v.map(|v| v as f32)).collect();
+            let ints: Vec<Option<i64>> = (0..rows as i64).map(|i| Some(i % 5)).collect();
+            let df = df!("a" => values, "b" => f32s, "c" => ints).expect("a frame");
+            let (ours, theirs) = both(&df);
+            assert!(
+                ours == theirs,
+                "case {n}: {} bytes against polars' {}",
+                ours.len(),
+                theirs.len()
+            );
+            let back = ParquetReader::new(std::io::Cursor::new(ours)).finish().expect("read");
+            assert_eq!(back.height(), rows, "case {n}");
+        }
     }
 
     proptest! {

@@ -398,7 +398,10 @@ fn column_pages(
     let compression = options.compression;
     let leaves = match dictionary::string_column(array.as_ref(), encoding) {
         Some((array, encoding)) => polars_parquet::write::array_to_columns(array, field.clone(), options, &[encoding])?,
-        None => polars_parquet::write::array_to_columns(array, field.clone(), options, encoding)?,
+        None => match dictionary::float_column(array.as_ref(), encoding) {
+            Some(plain) => polars_parquet::write::array_to_columns(array, field.clone(), options, &[plain])?,
+            None => polars_parquet::write::array_to_columns(array, field.clone(), options, encoding)?,
+        },
     };
     leaves
         .into_iter()
