@@ -12,7 +12,7 @@
 
 use std::io;
 
-use crate::usage::{Source, UsageRecord};
+use crate::usage::{RecordView, Source, UsageRecord};
 
 /// Bytes of one call's row.
 const ROW: usize = 80;
@@ -55,13 +55,18 @@ pub struct Billed<'a> {
 impl<'a> Billed<'a> {
     /// The call of a full record.
     pub fn of(r: &'a UsageRecord) -> Billed<'a> {
+        Billed::of_view(&r.view())
+    }
+
+    /// [`Billed::of`] a record read back from the spill.
+    pub fn of_view(r: &RecordView<'a>) -> Billed<'a> {
         Billed {
             source: r.source,
-            kind: r.kind.as_deref(),
-            provider: r.provider.as_deref(),
-            model: r.model.as_deref(),
-            response_model: r.response_model.as_deref(),
-            ms: crate::analyze::time_of(r.timestamp.as_deref(), r.message_timestamp),
+            kind: r.kind,
+            provider: r.provider,
+            model: r.model,
+            response_model: r.response_model,
+            ms: crate::analyze::time_of(r.timestamp, r.message_timestamp),
             input: r.input,
             output: r.output,
             cache_read: r.cache_read,

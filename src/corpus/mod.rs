@@ -32,7 +32,7 @@ use crate::analyze::{FileRecord, FileStatus, SessionFacts};
 use crate::error::ScanIssue;
 use crate::parse::Scratch;
 use crate::scan::{self, FoundFile};
-use crate::usage::{Totals, UsageRecord};
+use crate::usage::Totals;
 use cache::Cache;
 use spill::{Span, Spill};
 
@@ -349,12 +349,12 @@ const WINDOW_BYTES: u64 = 2 << 20;
 
 impl Corpus {
     /// The billed calls of a file, read back from the spill.
-    pub fn records(&self, calls: &Calls) -> std::io::Result<Vec<UsageRecord>> {
+    pub fn records(&self, calls: &Calls) -> std::io::Result<spill::Records> {
         refuse_dropped(self.records_dropped, calls, "full records")?;
         if calls.records.is_empty() {
-            return Ok(Vec::new());
+            return Ok(spill::Records::default());
         }
-        spill::records(&self.spill.get(calls.records)?)
+        Ok(spill::Records::new(self.spill.get(calls.records)?))
     }
 
     /// What reports need of the billed calls of a file, read back from the spill.
@@ -369,7 +369,7 @@ impl Corpus {
     /// come out the same on every run and memory holds a window, not the corpus.
     pub fn each_file<E: From<std::io::Error>>(
         &self,
-        visit: impl FnMut(FileCalls<'_, Vec<UsageRecord>>) -> Result<(), E>,
+        visit: impl FnMut(FileCalls<'_, spill::Records>) -> Result<(), E>,
     ) -> Result<(), E> {
         self.each_read(|c| c.records.len(), |c| self.records(c), visit)
     }
@@ -386,7 +386,7 @@ impl Corpus {
     /// parallel), for visitors that work on a window's calls in parallel too.
     pub fn each_window<E: From<std::io::Error>>(
         &self,
-        visit: impl FnMut(Vec<FileCalls<'_, Vec<UsageRecord>>>) -> Result<(), E>,
+        visit: impl FnMut(Vec<FileCalls<'_, spill::Records>>) -> Result<(), E>,
     ) -> Result<(), E> {
         self.each_read_window(|c| c.records.len(), |c| self.records(c), visit)
     }

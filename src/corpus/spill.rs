@@ -18,7 +18,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::usage::{Totals, UsageRecord};
+use crate::usage::{RecordView, Totals, UsageRecord};
 
 /// Where a [`Span`]'s bytes are.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -196,9 +196,23 @@ pub fn encode_records(records: &[UsageRecord], out: &mut Vec<u8>) {
     *out = postcard::to_extend(records, std::mem::take(out)).expect("records encode");
 }
 
-/// The records of [`encode_records`].
-pub fn records(bytes: &[u8]) -> io::Result<Vec<UsageRecord>> {
-    postcard::from_bytes(bytes).map_err(io::Error::other)
+/// A file's billed calls as [`encode_records`] spilled them, read back: their bytes, which
+/// [`Records::views`] reads without copying their texts.
+#[derive(Debug, Default)]
+pub struct Records(Vec<u8>);
+
+impl Records {
+    pub fn new(bytes: Vec<u8>) -> Records {
+        Records(bytes)
+    }
+
+    /// The records, in file order, their texts in these bytes.
+    pub fn views(&self) -> io::Result<Vec<RecordView<'_>>> {
+        if self.0.is_empty() {
+            return Ok(Vec::new());
+        }
+        postcard::from_bytes(&self.0).map_err(io::Error::other)
+    }
 }
 
 /// Bytes of one identity in a spilled list.
@@ -248,6 +262,87 @@ pub fn totals(bytes: &[u8]) -> impl Iterator<Item = Totals> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::usage::Source;
+    use compact_str::CompactString;
+    use proptest::prelude::*;
+
+    const SOURCES: [Source; 7] = [
+        Source::Assistant,
+        Source::Usage,
+        Source::Tool,
+        Source::Compaction,
+        Source::BranchSummary,
+        Source::Subagent,
+        Source::Transcript,
+    ];
+
+    /// Texts short and long (past a `CompactString`'s 24 inline bytes), not all ASCII.
+    fn text() -> impl Strategy<Value = Option<CompactString>> {
+        prop::option::of("[a-z0-9/é-]{0,40}".prop_map(CompactString::from))
+    }
+
+    fn number() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            any::<f64>(),
+            Just(-0.0),
+            Just(f64::NAN),
+            (0u32..1_000_000).prop_map(f64::from)
+        ]
+    }
+
+    fn record() -> impl Strategy<Value = UsageRecord> {
+        let texts = prop::collection::vec(text(), 10);
+        let numbers = prop::collection::vec(number(), 12);
+        let optional = prop::collection::vec(prop::option::of(number()), 3);
+        let rest = (any::<u32>(), 0..SOURCES.len(), any::<u16>(), any::<[bool; 3]>());
+        (texts, numbers, optional, rest).prop_map(|(t, n, o, (entry, source, missing, flags))| UsageRecord {
+            entry,
+            entry_id: t[0].clone(),
+            source: SOURCES[source],
+            kind: t[1].clone(),
+            provider: t[2].clone(),
+            model: t[3].clone(),
+            response_model: t[4].clone(),
+            api: t[5].clone(),
+            stop_reason: t[6].clone(),
+            thinking_level: t[7].clone(),
+            timestamp: t[8].clone(),
+            message_timestamp: o[0],
+            child: None,
+            input: n[0],
+            output: n[1],
+            cache_read: n[2],
+            cache_write: n[3],
+            cache_write_1h: o[1],
+            reasoning: o[2],
+            total_tokens: n[4],
+            cost_input: n[5],
+            cost_output: n[6],
+            cost_cache_read: n[7],
+            cost_cache_write: n[8],
+            cost_total: n[9],
+            cost_from_provider: flags[0],
+            missing,
+            on_active_path: flags[1],
+            identity: 0,
+            inherited: flags[2],
+        })
+    }
+
+    proptest! {
+        /// Spilled records read back as views are the records, field for field and bit for bit
+        /// (a view's fields out of the record's order would read other fields' bytes).
+        #[test]
+        fn spilled_records_read_back_as_their_views(records in prop::collection::vec(record(), 0..20)) {
+            let mut bytes = Vec::new();
+            encode_records(&records, &mut bytes);
+            let back = Records::new(bytes);
+            let views = back.views().expect("the records decode");
+            let expected: Vec<String> = records.iter().map(|r| format!("{:?}", r.view())).collect();
+            let got: Vec<String> = views.iter().map(|v| format!("{v:?}")).collect();
+            prop_assert_eq!(got, expected);
+        }
+    }
 
     /// A temporary spill is emptied when discarded (its spans no longer read back); one a
     /// cache may keep is left as it is, as is a spill in memory.

@@ -221,13 +221,18 @@ pub fn usage_batches(
     let mut held = 0;
     let mut sent = false;
     corpus.each_window(|files| {
-        let total = files.iter().map(|f| f.read.len()).sum();
+        let records = files
+            .par_iter()
+            .map(|f| f.read.views())
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let total = records.iter().map(Vec::len).sum();
         let pieces = usage::pieces(total, rows - held, rows);
         let built: Vec<PolarsResult<DataFrame>> = pieces
             .par_iter()
-            .map(|&(from, to)| usage::rows_of(&files, from, to, pricing, mode))
+            .map(|&(from, to)| usage::rows_of(&files, &records, from, to, pricing, mode))
             .collect();
         // The window's records are in the pieces now: freed before a batch is encoded.
+        drop(records);
         drop(files);
         for ((from, to), piece) in pieces.into_iter().zip(built) {
             batch.push(piece?);

@@ -9,9 +9,10 @@ use polars::prelude::*;
 use super::price::{Priced, Pricer};
 use super::schema::{SOURCE, USAGE};
 use crate::corpus::billed::Billed;
+use crate::corpus::spill::Records;
 use crate::corpus::{Corpus, FileCalls, Inherited, SessionRef};
 use crate::pricing::{CostMode, Pricing};
-use crate::usage::UsageRecord;
+use crate::usage::RecordView;
 
 /// One billed call as reports see it: its file, what the corpus decided of it, and its price.
 #[derive(Debug)]
@@ -37,7 +38,7 @@ impl CallRow<'_> {
 #[derive(Debug)]
 pub struct UsageRow<'a> {
     pub row: CallRow<'a>,
-    pub record: &'a UsageRecord,
+    pub record: &'a RecordView<'a>,
 }
 
 /// Visit every billed call of `corpus` as reports see it, in the usage frame's order (sessions
@@ -87,8 +88,9 @@ pub fn try_each_row<E: From<std::io::Error>>(
 ) -> Result<(), E> {
     let mut pricer = Pricer::new(pricing, mode);
     corpus.each_file(|f| {
-        debug_assert_eq!(f.read.len() as u64, f.calls.count, "one record per call");
-        for (record, reason) in f.read.iter().zip(f.calls.reasons()) {
+        let records = f.read.views()?;
+        debug_assert_eq!(records.len() as u64, f.calls.count, "one record per call");
+        for (record, reason) in records.iter().zip(f.calls.reasons()) {
             visit(&row_of(&f, record, reason, &mut pricer))?;
         }
         Ok(())
@@ -98,12 +100,12 @@ pub fn try_each_row<E: From<std::io::Error>>(
 /// The row of `record`, one of `f`'s calls, with what the corpus decided of it (`reason`),
 /// priced by `pricer`.
 fn row_of<'a, 'p: 'a>(
-    f: &'a FileCalls<'a, Vec<UsageRecord>>,
-    record: &'a UsageRecord,
+    f: &'a FileCalls<'a, Records>,
+    record: &'a RecordView<'a>,
     reason: Option<Inherited>,
     pricer: &mut Pricer<'p>,
 ) -> UsageRow<'a> {
-    let call = Billed::of(record);
+    let call = Billed::of_view(record);
     let priced = pricer.price(&call);
     UsageRow {
         row: CallRow {
@@ -142,9 +144,11 @@ pub(super) fn pieces(total: usize, room: usize, rows: usize) -> Vec<(usize, usiz
     pieces
 }
 
-/// Rows `from..to` of the window's rows (see [`pieces`]) as columns, priced under `mode`.
+/// Rows `from..to` of the window's rows (see [`pieces`]) as columns, priced under `mode`:
+/// `records` are the `files`' records, read back.
 pub(super) fn rows_of(
-    files: &[FileCalls<'_, Vec<UsageRecord>>],
+    files: &[FileCalls<'_, Records>],
+    records: &[Vec<RecordView<'_>>],
     from: usize,
     to: usize,
     pricing: &Pricing,
@@ -153,11 +157,11 @@ pub(super) fn rows_of(
     let mut pricer = Pricer::new(pricing, mode);
     let mut columns = UsageColumns::with_capacity(to - from);
     let mut first = 0;
-    for f in files {
-        let n = f.read.len();
+    for (f, read) in files.iter().zip(records) {
+        let n = read.len();
         let (skip, take) = (from.saturating_sub(first), (to - first.min(to)).min(n));
         first += n;
-        for (record, reason) in f.read.iter().zip(f.calls.reasons()).take(take).skip(skip) {
+        for (record, reason) in read.iter().zip(f.calls.reasons()).take(take).skip(skip) {
             columns.push(&row_of(f, record, reason, &mut pricer));
         }
         if first >= to {
@@ -329,15 +333,15 @@ impl UsageColumns {
             s.session_id,
             Some(s.rel),
             Some(s.project),
-            r.entry_id.as_deref(),
+            r.entry_id,
             Some(r.source.name()),
-            r.kind.as_deref(),
-            r.provider.as_deref(),
-            r.model.as_deref(),
-            r.response_model.as_deref(),
-            r.api.as_deref(),
-            r.stop_reason.as_deref(),
-            r.thinking_level.as_deref(),
+            r.kind,
+            r.provider,
+            r.model,
+            r.response_model,
+            r.api,
+            r.stop_reason,
+            r.thinking_level,
             row.reason.map(Inherited::name),
             row.spawned_by,
             p.source,
