@@ -30,7 +30,10 @@ pub struct Pricer<'p> {
     mode: CostMode,
     /// The price and the billing of each `provider \0 model` (`\u{1}` for a missing one).
     found: HashMap<String, (Found<'p>, Billing)>,
+    /// The last call's key, and what it found: calls of one model come in runs, and a run's
+    /// next call is priced without making its key and hashing it.
     key: String,
+    last: (Found<'p>, Billing),
 }
 
 impl<'p> Pricer<'p> {
@@ -39,7 +42,9 @@ impl<'p> Pricer<'p> {
             pricing,
             mode,
             found: HashMap::new(),
+            // Matches no call's key (each ends in `\0`).
             key: String::new(),
+            last: (None, Billing::Api),
         }
     }
 
@@ -52,25 +57,29 @@ impl<'p> Pricer<'p> {
             (None, Some(m)) => m.split_once('/'),
             _ => None,
         };
-        self.key.clear();
-        for part in [provider, model] {
-            self.key.push_str(part.unwrap_or("\u{1}"));
-            self.key.push('\0');
-        }
-        let (found, billing) = match self.found.get(self.key.as_str()) {
-            Some(known) => *known,
-            None => {
-                let pricing = self.pricing;
-                let found = key.and_then(|(p, m)| {
-                    pricing
-                        .price(p, m)
-                        .map(|(price, from)| (price, pricing.source_name(from)))
-                });
-                let billing = pricing.billing(key.map_or("", |(p, _)| p));
-                self.found.insert(self.key.clone(), (found, billing));
-                (found, billing)
+        let parts = [provider, model].map(|part| part.unwrap_or("\u{1}"));
+        if !is_key(&self.key, parts) {
+            self.key.clear();
+            for part in parts {
+                self.key.push_str(part);
+                self.key.push('\0');
             }
-        };
+            self.last = match self.found.get(self.key.as_str()) {
+                Some(known) => *known,
+                None => {
+                    let pricing = self.pricing;
+                    let found = key.and_then(|(p, m)| {
+                        pricing
+                            .price(p, m)
+                            .map(|(price, from)| (price, pricing.source_name(from)))
+                    });
+                    let billing = pricing.billing(key.map_or("", |(p, _)| p));
+                    self.found.insert(self.key.clone(), (found, billing));
+                    (found, billing)
+                }
+            };
+        }
+        let (found, billing) = self.last;
         let tokens = Tokens {
             input: r.input,
             output: r.output,
@@ -134,5 +143,50 @@ impl Repricing {
             files,
             total,
         })
+    }
+}
+
+/// Whether `key` is the key of `parts`: each part followed by `\0`.
+fn is_key(key: &str, parts: [&str; 2]) -> bool {
+    let mut rest = key.as_bytes();
+    for part in parts {
+        match rest.strip_prefix(part.as_bytes()) {
+            Some([0, after @ ..]) => rest = after,
+            _ => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn key_of(parts: [&str; 2]) -> String {
+        parts.iter().map(|p| format!("{p}\0")).collect()
+    }
+
+    /// Parts from a few that share prefixes, hold `\0` or are empty.
+    fn part() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            "",
+            "a",
+            "ab",
+            "a\0",
+            "\0",
+            "\u{1}",
+            "b\0c",
+            "anthropic",
+            "claude-opus-4-5",
+        ])
+    }
+
+    proptest! {
+        /// A key is recognised exactly when it is the one its parts make.
+        #[test]
+        fn a_key_is_recognised_only_for_its_parts(a in part(), b in part(), c in part(), d in part()) {
+            prop_assert_eq!(is_key(&key_of([a, b]), [c, d]), key_of([a, b]) == key_of([c, d]));
+        }
     }
 }
