@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use crate::corpus::Corpus;
 use crate::pricing::{CostMode, Pricing};
 
+mod compress;
 mod dictionary;
 
 /// Output file format.
@@ -395,7 +396,6 @@ fn column_pages(
     encoding: &[polars_parquet::write::Encoding],
     options: polars_parquet::write::WriteOptions,
 ) -> PolarsResult<ColumnPages> {
-    let compression = options.compression;
     let leaves = match dictionary::string_column(array.as_ref(), encoding) {
         Some((array, encoding)) => polars_parquet::write::array_to_columns(array, field.clone(), options, &[encoding])?,
         None => match dictionary::float_column(array.as_ref(), encoding) {
@@ -405,11 +405,7 @@ fn column_pages(
     };
     leaves
         .into_iter()
-        .map(|pages| {
-            pages
-                .map(|page| Ok(polars_parquet::write::compress(page?, Vec::new(), compression)?))
-                .collect()
-        })
+        .map(|pages| pages.map(|page| compress::page(page?, options.compression)).collect())
         .collect()
 }
 
