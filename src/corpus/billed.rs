@@ -12,7 +12,7 @@
 
 use std::io;
 
-use crate::usage::{RecordView, Source, UsageRecord};
+use crate::usage::{Record, Source, UsageRecord};
 
 /// Bytes of one call's row.
 const ROW: usize = 80;
@@ -22,7 +22,7 @@ const HAS_TIME: u8 = 1;
 const HAS_CACHE_WRITE_1H: u8 = 2;
 
 /// The sources, by their code in a row.
-const SOURCES: [Source; 7] = [
+pub(super) const SOURCES: [Source; 7] = [
     Source::Assistant,
     Source::Usage,
     Source::Tool,
@@ -54,19 +54,15 @@ pub struct Billed<'a> {
 
 impl<'a> Billed<'a> {
     /// The call of a full record.
-    pub fn of(r: &'a UsageRecord) -> Billed<'a> {
-        Billed::of_view(&r.view())
-    }
-
-    /// [`Billed::of`] a record read back from the spill.
-    pub fn of_view(r: &RecordView<'a>) -> Billed<'a> {
+    pub fn of<S: AsRef<str>>(r: &'a Record<S>) -> Billed<'a> {
+        let text = |s: &'a Option<S>| s.as_ref().map(AsRef::as_ref);
         Billed {
             source: r.source,
-            kind: r.kind,
-            provider: r.provider,
-            model: r.model,
-            response_model: r.response_model,
-            ms: crate::analyze::time_of(r.timestamp, r.message_timestamp),
+            kind: text(&r.kind),
+            provider: text(&r.provider),
+            model: text(&r.model),
+            response_model: text(&r.response_model),
+            ms: crate::analyze::time_of(text(&r.timestamp), r.message_timestamp),
             input: r.input,
             output: r.output,
             cache_read: r.cache_read,

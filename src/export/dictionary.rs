@@ -168,6 +168,19 @@ mod tests {
         (ours, theirs)
     }
 
+    /// `df` as pisa's sink writes it, which must be polars' own bytes (`case` names it when
+    /// not), read back.
+    fn polars_own(df: &DataFrame, case: &str) -> DataFrame {
+        let (ours, theirs) = both(df);
+        assert!(
+            ours == theirs,
+            "{case}: {} bytes against polars' {}",
+            ours.len(),
+            theirs.len()
+        );
+        ParquetReader::new(std::io::Cursor::new(ours)).finish().expect("read")
+    }
+
     /// Around the two edges of polars' choice (128 rows; three quarters distinct) and with
     /// nulls only, the file is polars' own, and it holds the values.
     #[test]
@@ -182,14 +195,7 @@ mod tests {
         ];
         for (n, rows) in cases.iter().enumerate() {
             let df = frame(rows, u16::MAX);
-            let (ours, theirs) = both(&df);
-            assert!(
-                ours == theirs,
-                "case {n}: {} bytes against polars' {}",
-                ours.len(),
-                theirs.len()
-            );
-            let back = ParquetReader::new(std::io::Cursor::new(ours)).finish().expect("read");
+            let back = polars_own(&df, &format!("case {n}"));
             assert!(back.equals_missing(&df), "case {n}");
         }
     }
@@ -261,15 +267,7 @@ mod tests {
             let f32s: Vec<Option<f32>> = values.iter().map(|v| v.map(|v| v as f32)).collect();
             let ints: Vec<Option<i64>> = (0..rows as i64).map(|i| Some(i % 5)).collect();
             let df = df!("a" => values, "b" => f32s, "c" => ints).expect("a frame");
-            let (ours, theirs) = both(&df);
-            assert!(
-                ours == theirs,
-                "case {n}: {} bytes against polars' {}",
-                ours.len(),
-                theirs.len()
-            );
-            let back = ParquetReader::new(std::io::Cursor::new(ours)).finish().expect("read");
-            assert_eq!(back.height(), rows, "case {n}");
+            assert_eq!(polars_own(&df, &format!("case {n}")).height(), rows, "case {n}");
         }
     }
 

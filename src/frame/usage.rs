@@ -105,7 +105,7 @@ fn row_of<'a, 'p: 'a>(
     reason: Option<Inherited>,
     pricer: &mut Pricer<'p>,
 ) -> UsageRow<'a> {
-    let call = Billed::of_view(record);
+    let call = Billed::of(record);
     let priced = pricer.price(&call);
     UsageRow {
         row: CallRow {

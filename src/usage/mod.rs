@@ -63,25 +63,35 @@ pub mod missing {
     pub const COST_TOTAL: u16 = 64;
 }
 
-/// One billed usage (one row of the usage frame).
+/// One billed usage (one row of the usage frame), its texts owned.
+pub type UsageRecord = Record<CompactString>;
+
+/// A [`UsageRecord`] as the frames read it back from the spill: its texts borrowed from the
+/// spilled bytes. Read back as records, each text was made a `CompactString` again (one
+/// allocated in the heap when longer than 24 bytes, as model names often are) only for the
+/// frame to copy it into a column.
+pub type RecordView<'a> = Record<&'a str>;
+
+/// One billed usage, its texts of type `S`: owned ([`UsageRecord`]) or borrowed
+/// ([`RecordView`]). postcard writes and reads both alike.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct UsageRecord {
+pub struct Record<S> {
     /// Index of the entry in `getEntries()`.
     pub entry: u32,
     /// The entry's id (`#<n>` for migrated v1 files), when it has one.
-    pub entry_id: Option<CompactString>,
+    pub entry_id: Option<S>,
     pub source: Source,
     /// `kind` of a usage entry.
-    pub kind: Option<CompactString>,
-    pub provider: Option<CompactString>,
-    pub model: Option<CompactString>,
-    pub response_model: Option<CompactString>,
-    pub api: Option<CompactString>,
-    pub stop_reason: Option<CompactString>,
-    pub thinking_level: Option<CompactString>,
+    pub kind: Option<S>,
+    pub provider: Option<S>,
+    pub model: Option<S>,
+    pub response_model: Option<S>,
+    pub api: Option<S>,
+    pub stop_reason: Option<S>,
+    pub thinking_level: Option<S>,
     /// The entry's ISO timestamp.
-    pub timestamp: Option<CompactString>,
+    pub timestamp: Option<S>,
     /// The message's Unix-ms timestamp.
     pub message_timestamp: Option<f64>,
     /// The child whose usage a [`Source::Subagent`] record is.
@@ -114,91 +124,11 @@ pub struct UsageRecord {
     pub inherited: bool,
 }
 
-impl UsageRecord {
+impl<S> Record<S> {
     /// `input + output + cacheRead + cacheWrite`.
     pub fn tokens(&self) -> f64 {
         self.input + self.output + self.cache_read + self.cache_write
     }
-
-    /// The record as [`RecordView`] reads it back from the spill.
-    pub fn view(&self) -> RecordView<'_> {
-        RecordView {
-            entry: self.entry,
-            entry_id: self.entry_id.as_deref(),
-            source: self.source,
-            kind: self.kind.as_deref(),
-            provider: self.provider.as_deref(),
-            model: self.model.as_deref(),
-            response_model: self.response_model.as_deref(),
-            api: self.api.as_deref(),
-            stop_reason: self.stop_reason.as_deref(),
-            thinking_level: self.thinking_level.as_deref(),
-            timestamp: self.timestamp.as_deref(),
-            message_timestamp: self.message_timestamp,
-            input: self.input,
-            output: self.output,
-            cache_read: self.cache_read,
-            cache_write: self.cache_write,
-            cache_write_1h: self.cache_write_1h,
-            reasoning: self.reasoning,
-            total_tokens: self.total_tokens,
-            cost_input: self.cost_input,
-            cost_output: self.cost_output,
-            cost_cache_read: self.cost_cache_read,
-            cost_cache_write: self.cost_cache_write,
-            cost_total: self.cost_total,
-            cost_from_provider: self.cost_from_provider,
-            missing: self.missing,
-            on_active_path: self.on_active_path,
-            inherited: self.inherited,
-        }
-    }
-}
-
-/// A [`UsageRecord`] as the frames read it back from the spill: the fields it spills, in its
-/// order (postcard reads them in that order), its texts borrowed from the spilled bytes. Read
-/// back as records, each text was made a `CompactString` again (one allocated in the heap when
-/// longer than 24 bytes, as model names often are), and each record built in a vector of them:
-/// about a tenth of an export's work after its scan.
-#[derive(Debug, Clone, Copy, serde::Deserialize)]
-pub struct RecordView<'a> {
-    pub entry: u32,
-    #[serde(borrow)]
-    pub entry_id: Option<&'a str>,
-    pub source: Source,
-    #[serde(borrow)]
-    pub kind: Option<&'a str>,
-    #[serde(borrow)]
-    pub provider: Option<&'a str>,
-    #[serde(borrow)]
-    pub model: Option<&'a str>,
-    #[serde(borrow)]
-    pub response_model: Option<&'a str>,
-    #[serde(borrow)]
-    pub api: Option<&'a str>,
-    #[serde(borrow)]
-    pub stop_reason: Option<&'a str>,
-    #[serde(borrow)]
-    pub thinking_level: Option<&'a str>,
-    #[serde(borrow)]
-    pub timestamp: Option<&'a str>,
-    pub message_timestamp: Option<f64>,
-    pub input: f64,
-    pub output: f64,
-    pub cache_read: f64,
-    pub cache_write: f64,
-    pub cache_write_1h: Option<f64>,
-    pub reasoning: Option<f64>,
-    pub total_tokens: f64,
-    pub cost_input: f64,
-    pub cost_output: f64,
-    pub cost_cache_read: f64,
-    pub cost_cache_write: f64,
-    pub cost_total: f64,
-    pub cost_from_provider: bool,
-    pub missing: u16,
-    pub on_active_path: bool,
-    pub inherited: bool,
 }
 
 /// Sums of billed usage in pisa's own terms: missing numbers read as 0.
