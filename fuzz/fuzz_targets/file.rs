@@ -112,8 +112,14 @@ fuzz_target!(|data: &[u8]| {
             let records = &a.accounting.records;
             let pricing = PRICING.get_or_init(pisa::pricing::Pricing::default);
             let mut pricer = Pricer::new(pricing, pisa::pricing::CostMode::Auto);
+            // The usage frame's rows, from the records as the spill holds and reads them back.
+            let mut spilled = Vec::new();
+            pisa::corpus::spill::encode_records(records, &mut spilled);
+            let spilled = pisa::corpus::spill::Records::new(spilled);
+            let views = spilled.views().expect("spilled records read back");
+            assert_eq!(views.len(), records.len());
             let mut part = UsageColumns::default();
-            for record in records {
+            for record in &views {
                 let call = Billed::of(record);
                 let priced = pricer.price(&call);
                 let row = CallRow {
