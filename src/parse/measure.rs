@@ -114,18 +114,16 @@ struct Basic {
 struct Utf8 {
     /// Below 0x20 (raw control characters).
     control: u64,
-    /// 0x80 and above: not ASCII.
-    high: u64,
+    /// 0xC0, 0xC1 and 0xF5 and above: never in UTF-8.
+    never: u64,
     /// UTF-8 continuation bytes (`10xxxxxx`).
     continuation: u64,
-    /// 0xC2 and above: leaders of sequences of two bytes or more (or not UTF-8, see `over`).
+    /// 0xC2 and above: leaders of sequences of two bytes or more (or not UTF-8, see `never`).
     lead: u64,
     /// 0xE0 and above: leaders of sequences of three bytes or more.
     three: u64,
     /// 0xF0 and above: leaders of four-byte sequences (two UTF-16 units).
     four: u64,
-    /// 0xF5 and above: never in UTF-8.
-    over: u64,
     /// 0xE0, 0xED, 0xF0 and 0xF4: leaders whose second byte has a narrower range (overlong
     /// forms, surrogates and code points past U+10FFFF are not UTF-8).
     narrow: u64,
@@ -245,7 +243,7 @@ mod avx2 {
         #[target_feature(enable = "avx2")]
         #[inline]
         fn utf8(&self, block: &[u8; 64]) -> Utf8 {
-            let [control, high, continuation, lead, three, four, over, narrow] = bits(block, |v| {
+            let halves = |v: __m256i| {
                 let set = |b: u8| _mm256_set1_epi8(b as i8);
                 // v >= b, unsigned.
                 let at_least = |b: u8| _mm256_cmpeq_epi8(_mm256_max_epu8(v, set(b)), v);
@@ -253,26 +251,42 @@ mod avx2 {
                 [
                     // v <= 0x1F, unsigned.
                     _mm256_cmpeq_epi8(_mm256_min_epu8(v, set(0x1F)), v),
-                    // The top bit is the mask's bit.
-                    v,
+                    // 0xC0 and 0xC1 are 0xC0 without the low bit.
+                    _mm256_or_si256(
+                        _mm256_cmpeq_epi8(_mm256_and_si256(v, set(0xFE)), set(0xC0)),
+                        at_least(0xF5),
+                    ),
+                    _mm256_or_si256(_mm256_or_si256(is(0xE0), is(0xED)), _mm256_or_si256(is(0xF0), is(0xF4))),
                     // 0x80..=0xBF are the signed bytes below -64 (0xC0).
                     _mm256_cmpgt_epi8(set(0xC0), v),
                     at_least(0xC2),
                     at_least(0xE0),
                     at_least(0xF0),
-                    at_least(0xF5),
-                    _mm256_or_si256(_mm256_or_si256(is(0xE0), is(0xED)), _mm256_or_si256(is(0xF0), is(0xF4))),
                 ]
-            });
+            };
+            // SAFETY: the 64 bytes read are `block`.
+            let (low, high) = unsafe {
+                let p = block.as_ptr().cast::<__m256i>();
+                (_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1)))
+            };
+            let (l, h) = (halves(low), halves(high));
+            let mask = |i: usize| {
+                u64::from(_mm256_movemask_epi8(l[i]) as u32) | u64::from(_mm256_movemask_epi8(h[i]) as u32) << 32
+            };
+            // The masks of bytes a block seldom has: 0 when one test finds none (moving a mask
+            // out of the vector registers is what costs).
+            let seldom = |i: usize| {
+                let any = _mm256_or_si256(l[i], h[i]);
+                if _mm256_testz_si256(any, any) != 0 { 0 } else { mask(i) }
+            };
             Utf8 {
-                control,
-                high,
-                continuation,
-                lead,
-                three,
-                four,
-                over,
-                narrow,
+                control: seldom(0),
+                never: seldom(1),
+                narrow: seldom(2),
+                continuation: mask(3),
+                lead: mask(4),
+                three: mask(5),
+                four: mask(6),
             }
         }
 
@@ -337,8 +351,8 @@ mod avx2 {
 mod avx512 {
     use std::arch::x86_64::{
         __m512i, _mm_loadu_si128, _mm512_and_si512, _mm512_broadcast_i32x4, _mm512_cmpeq_epi8_mask,
-        _mm512_cmpge_epu8_mask, _mm512_cmplt_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_loadu_si512,
-        _mm512_movepi8_mask, _mm512_set1_epi8, _mm512_shuffle_epi8, _mm512_srli_epi16, _mm512_testn_epi8_mask,
+        _mm512_cmpge_epu8_mask, _mm512_cmplt_epi8_mask, _mm512_cmplt_epu8_mask, _mm512_loadu_si512, _mm512_set1_epi8,
+        _mm512_shuffle_epi8, _mm512_srli_epi16, _mm512_testn_epi8_mask,
     };
 
     use super::{Basic, ESCAPE_HIGH, ESCAPE_LOW, Escapes, Kernel, Lengths, Utf8, Wide, measure};
@@ -400,13 +414,12 @@ mod avx512 {
             let is = |b: u8| _mm512_cmpeq_epi8_mask(v, set(b));
             Utf8 {
                 control: _mm512_cmplt_epu8_mask(v, set(0x20)),
-                high: _mm512_movepi8_mask(v),
+                never: is(0xC0) | is(0xC1) | at_least(0xF5),
                 // 0x80..=0xBF are the signed bytes below -64 (0xC0).
                 continuation: _mm512_cmplt_epi8_mask(v, set(0xC0)),
                 lead: at_least(0xC2),
                 three: at_least(0xE0),
                 four: at_least(0xF0),
-                over: at_least(0xF5),
                 narrow: is(0xE0) | is(0xED) | is(0xF0) | is(0xF4),
             }
         }
@@ -492,12 +505,11 @@ impl Kernel for Portable {
     fn utf8(&self, block: &[u8; 64]) -> Utf8 {
         Utf8 {
             control: Self::mask(block, |b| b < 0x20),
-            high: Self::mask(block, |b| b >= 0x80),
+            never: Self::mask(block, |b| matches!(b, 0xC0 | 0xC1) || b >= 0xF5),
             continuation: Self::mask(block, |b| b & 0xC0 == 0x80),
             lead: Self::mask(block, |b| b >= 0xC2),
             three: Self::mask(block, |b| b >= 0xE0),
             four: Self::mask(block, |b| b >= 0xF0),
-            over: Self::mask(block, |b| b >= 0xF5),
             narrow: Self::mask(block, |b| matches!(b, 0xE0 | 0xED | 0xF0 | 0xF4)),
         }
     }
@@ -619,8 +631,7 @@ fn wide_block(kernel: &impl Kernel, w: &Wide) -> Option<(u64, u64)> {
     // byte that never occurs (0xC0, 0xC1, 0xF5 and above).
     let upto = inside | (quote & quote.wrapping_neg());
     let needed = w.pending | (u.lead << 1) | (u.three << 2) | (u.four << 3);
-    let never = (u.high & !u.continuation & !u.lead) | u.over;
-    if ((needed ^ u.continuation) | never) & upto != 0 {
+    if ((needed ^ u.continuation) | u.never) & upto != 0 {
         return None;
     }
     let pending = (u.lead >> 63) | (u.three >> 62) | (u.four >> 61);
