@@ -148,7 +148,7 @@ impl Work<'_> {
             }
             FileAnalysis::Session(mut a) => {
                 let out = Outcome::Session(Box::new(finished(f, &a, self.forms)));
-                crate::parse::entry::recycle(std::mem::take(&mut a.tree.entries));
+                crate::parse::entry::recycle(std::mem::take(&mut a.tree.entries).into_vec());
                 out
             }
         }
