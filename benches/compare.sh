@@ -140,7 +140,7 @@ fi
 
 # --- corpus ------------------------------------------------------------------------------
 read -r FILES BYTES < <(find "$CORPUS" -type f -name '*.jsonl' -printf '%s\n' |
-    awk '{ n++; s += $1 } END { printf "%d %d\n", n, s }')
+    awk '{ n++; s += $1 } END { printf "%d %.0f\n", n, s }')
 [[ $FILES -gt 0 ]] || { echo "compare.sh: no *.jsonl files under $CORPUS" >&2; exit 1; }
 MB=$(awk -v b="$BYTES" 'BEGIN { printf "%.1f", b / 1e6 }')
 AVAIL_KB=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo 2>/dev/null || echo 0)
