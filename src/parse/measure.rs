@@ -200,14 +200,32 @@ mod avx2 {
         }
     }
 
+    /// The two 32-byte halves of `block`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn halves(block: &[u8; 64]) -> [__m256i; 2] {
+        // SAFETY: the 64 bytes read are `block`.
+        unsafe {
+            let p = block.as_ptr().cast::<__m256i>();
+            [_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1))]
+        }
+    }
+
+    /// The top bits of the bytes of a block's two halves, as one mask.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn mask(low: __m256i, high: __m256i) -> u64 {
+        u64::from(_mm256_movemask_epi8(low) as u32) | u64::from(_mm256_movemask_epi8(high) as u32) << 32
+    }
+
     /// The bits of `f` over the two 32-byte halves of `block`.
     #[target_feature(enable = "avx2")]
     #[inline]
     fn bits<const N: usize>(block: &[u8; 64], f: impl Fn(__m256i) -> [__m256i; N]) -> [u64; N] {
+        // Each half's masks moved out before the next half's are made: making both halves'
+        // first, then the masks, measured 1-1.5 % slower on `sessions`.
         let mut out = [0u64; N];
-        for half in 0..2 {
-            // SAFETY: the 32 bytes read are within `block`.
-            let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(32 * half).cast::<__m256i>()) };
+        for (half, v) in halves(block).into_iter().enumerate() {
             for (o, x) in out.iter_mut().zip(f(v)) {
                 *o |= u64::from(_mm256_movemask_epi8(x) as u32) << (32 * half);
             }
@@ -223,11 +241,7 @@ mod avx2 {
                 let set = |b: u8| _mm256_set1_epi8(b as i8);
                 [_mm256_cmpeq_epi8(v, set(b'"')), _mm256_cmpeq_epi8(v, set(b'\\'))]
             });
-            // SAFETY: the 64 bytes read are `block`.
-            let (low, high) = unsafe {
-                let p = block.as_ptr().cast::<__m256i>();
-                (_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1)))
-            };
+            let [low, high] = halves(block);
             // v < 0x20, signed: control characters and bytes that are not ASCII, in either half.
             let any = _mm256_or_si256(
                 _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), low),
@@ -243,7 +257,7 @@ mod avx2 {
         #[target_feature(enable = "avx2")]
         #[inline]
         fn utf8(&self, block: &[u8; 64]) -> Utf8 {
-            let halves = |v: __m256i| {
+            let classes = |v: __m256i| {
                 let set = |b: u8| _mm256_set1_epi8(b as i8);
                 // v >= b, unsigned.
                 let at_least = |b: u8| _mm256_cmpeq_epi8(_mm256_max_epu8(v, set(b)), v);
@@ -264,29 +278,26 @@ mod avx2 {
                     at_least(0xF0),
                 ]
             };
-            // SAFETY: the 64 bytes read are `block`.
-            let (low, high) = unsafe {
-                let p = block.as_ptr().cast::<__m256i>();
-                (_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1)))
-            };
-            let (l, h) = (halves(low), halves(high));
-            let mask = |i: usize| {
-                u64::from(_mm256_movemask_epi8(l[i]) as u32) | u64::from(_mm256_movemask_epi8(h[i]) as u32) << 32
-            };
+            let [low, high] = halves(block);
+            let (l, h) = (classes(low), classes(high));
             // The masks of bytes a block seldom has: 0 when one test finds none (moving a mask
             // out of the vector registers is what costs).
             let seldom = |i: usize| {
                 let any = _mm256_or_si256(l[i], h[i]);
-                if _mm256_testz_si256(any, any) != 0 { 0 } else { mask(i) }
+                if _mm256_testz_si256(any, any) != 0 {
+                    0
+                } else {
+                    mask(l[i], h[i])
+                }
             };
             Utf8 {
                 control: seldom(0),
                 never: seldom(1),
                 narrow: seldom(2),
-                continuation: mask(3),
-                lead: mask(4),
-                three: mask(5),
-                four: mask(6),
+                continuation: mask(l[3], h[3]),
+                lead: mask(l[4], h[4]),
+                three: mask(l[5], h[5]),
+                four: mask(l[6], h[6]),
             }
         }
 
