@@ -276,6 +276,28 @@ impl Target {
 #[derive(Clone)]
 struct Shared(std::sync::Arc<std::sync::Mutex<BufWriter<File>>>);
 
+impl Shared {
+    /// Hand what is written so far to the disk, without waiting: the sync that ends the file
+    /// then waits only for its last row group. (That sync was 15-18 ms of an export's end on
+    /// the 1.5 GB corpus, the cores idle, its 8 MB written back all at once.)
+    fn start_writeback(&self) -> std::io::Result<()> {
+        let mut w = self.0.lock().map_err(|_| std::io::Error::other("writer poisoned"))?;
+        w.flush()?;
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            // Its result is not looked at: where it fails (a file system without it), the
+            // final sync does all the work, as it did before.
+            // SAFETY: `sync_file_range` only starts the write-back of the open file's dirty
+            // pages (offset 0, length 0: all of them); it reads no memory of ours.
+            unsafe {
+                libc::sync_file_range(w.get_ref().as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Write for Shared {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0
@@ -483,7 +505,12 @@ impl Out {
         result.map_err(|source| ExportError::Polars {
             path: self.path.clone(),
             source,
-        })
+        })?;
+        self.file
+            .as_ref()
+            .expect("opened with the sink")
+            .start_writeback()
+            .map_err(io(&self.tmp))
     }
 
     /// Finish the file and rename it into place; its path and rows.
