@@ -243,11 +243,17 @@ pub(super) fn read_open(
     scratch: &mut Scratch,
 ) -> Result<(ParsedFile, ResumePoint, u64), crate::Error> {
     let mode = scan::map::mode();
+    // Cleared when a parse from a map panicked: the next attempt reads the file.
+    let mut map = true;
     scan::source::read_steady_by(&f.path, file, |file, stamp, attempt| {
-        if scan::map::wanted(mode, stamp.modified, std::time::SystemTime::now(), attempt)
-            && let Some(mapped) = parse_mapped(file, stamp.len, &mut prefix, scratch)
+        if map
+            && scan::map::wanted(mode, stamp.modified, std::time::SystemTime::now(), attempt)
+            && let Some(mapped) = parse_mapped(f, file, stamp.len, &mut prefix, scratch)
         {
-            return Ok(mapped);
+            return Ok(mapped.unwrap_or_else(|what| {
+                map = false;
+                Attempt::Changed(format!("its bytes changed under a map while they were parsed ({what})"))
+            }));
         }
         let read = scratch.read_file(file, stamp.len, prefix.take())?;
         let len = read.2;
@@ -256,13 +262,22 @@ pub(super) fn read_open(
 }
 
 /// Map the first `len` bytes of a file (from `prefix`'s end, when given) and parse them; `None`
-/// when the file cannot be mapped (it is read then).
+/// when the file cannot be mapped (it is read then), an error (what the panic said) when the
+/// parse panicked.
+///
+/// The parser is written for bytes that hold still, and a map's do not when someone writes the
+/// file meanwhile: a piece cut at a newline can end in another byte by the time it is parsed
+/// (seen in CI: Pi-like rewrites under `--read-mode map`). Such a parse is thrown away by the
+/// file's stamp anyway, but it may also panic on the way; that panic is caught here, and the
+/// next attempt reads the file instead of mapping it. A bug that panics on any bytes panics in
+/// that read too, and is reported as one.
 fn parse_mapped(
+    f: &FoundFile,
     file: &std::fs::File,
     len: u64,
     prefix: &mut Option<Prefix>,
     scratch: &mut Scratch,
-) -> Option<Attempt<(ParsedFile, ResumePoint, u64)>> {
+) -> Option<Result<Attempt<(ParsedFile, ResumePoint, u64)>, String>> {
     let from = prefix.as_ref().map_or(0, |p| p.offset);
     if from > len {
         // Shorter than what was parsed before: not the file that was, parsed whole.
@@ -270,14 +285,25 @@ fn parse_mapped(
     }
     let from = prefix.as_ref().map_or(0, |p| p.offset);
     let map = scan::map::Mapped::new(file, from, len - from).ok()??;
-    let (parsed, resume) = scratch.parse_bytes(map.bytes(), prefix.take(), |done| map.release(done));
+    let parse = std::panic::AssertUnwindSafe(|| {
+        scan::map::debug_panic_mapped(&f.path);
+        scratch.parse_bytes(map.bytes(), prefix.take(), |done| map.release(done))
+    });
+    let (parsed, resume) = match std::panic::catch_unwind(parse) {
+        Ok(parsed) => parsed,
+        Err(payload) => {
+            // The buffers may hold anything now: start them afresh.
+            *scratch = Scratch::default();
+            return Some(Err(crate::error::panic_text(&*payload)));
+        }
+    };
     if map.truncated() {
         let now = file.metadata().map_or(0, |m| m.len());
-        return Some(Attempt::Changed(format!(
+        return Some(Ok(Attempt::Changed(format!(
             "cut short to {now} bytes under a map of {len} bytes"
-        )));
+        ))));
     }
-    Some(Attempt::Read(((parsed, resume, len), len)))
+    Some(Ok(Attempt::Read(((parsed, resume, len), len))))
 }
 
 /// A file that could not be read.

@@ -574,6 +574,8 @@ impl FileParser {
     }
 
     /// Parse whole lines (`lines` is empty or ends with `\n`) that start at [`FileParser::offset`].
+    /// (Bytes rewritten under a map can break that between the cut and the parse; the reader of
+    /// maps catches what follows, see `corpus::worker::parse_mapped`.)
     pub fn lines(&mut self, lines: &[u8], scratch: &mut Scratch) {
         debug_assert!(lines.last().is_none_or(|&b| b == b'\n'));
         if self.offset == 0 && lines.starts_with(BOM) {

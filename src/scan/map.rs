@@ -196,6 +196,21 @@ fn debug_truncate(file: &File, offset: u64) {
     let _ = (file, offset);
 }
 
+/// Debug builds only: panic in the parse from a map of a file whose path contains
+/// `$PISA_DEBUG_PANIC_MAPPED`, as a parse of bytes rewritten under it can, so that tests see
+/// such a file read again (by `read`) every time.
+pub fn debug_panic_mapped(path: &std::path::Path) {
+    #[cfg(debug_assertions)]
+    if let Some(name) = std::env::var_os("PISA_DEBUG_PANIC_MAPPED")
+        && !name.is_empty()
+        && path.to_string_lossy().contains(&*name.to_string_lossy())
+    {
+        panic!("PISA_DEBUG_PANIC_MAPPED matched {}", path.display());
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = path;
+}
+
 /// Maps at once, at most: each core maps one file at a time, and one more for each file it
 /// takes up while it waits for help with a big one. With every slot taken, files are read.
 const SLOTS: usize = 256;
