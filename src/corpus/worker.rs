@@ -222,13 +222,12 @@ fn finished(f: &FoundFile, a: &SessionAnalysis, keep: Forms) -> Finished {
     }
 }
 
+/// A file parsed: its entries, where to go on from next time, and its length as read.
+pub(super) type FileRead = (ParsedFile, ResumePoint, u64);
+
 /// Open and parse a file (going on from `prefix`): the parsed file, where to go on from
 /// next time, and the file's length as read.
-pub(super) fn read(
-    f: &FoundFile,
-    prefix: Option<Prefix>,
-    scratch: &mut Scratch,
-) -> Result<(ParsedFile, ResumePoint, u64), crate::Error> {
+pub(super) fn read(f: &FoundFile, prefix: Option<Prefix>, scratch: &mut Scratch) -> Result<FileRead, crate::Error> {
     let mut file = scan::source::open(&f.path)?;
     read_open(f, &mut file, prefix, scratch)
 }
@@ -241,7 +240,7 @@ pub(super) fn read_open(
     file: &mut std::fs::File,
     mut prefix: Option<Prefix>,
     scratch: &mut Scratch,
-) -> Result<(ParsedFile, ResumePoint, u64), crate::Error> {
+) -> Result<FileRead, crate::Error> {
     let mode = scan::map::mode();
     // Cleared when a parse from a map panicked: the next attempt reads the file.
     let mut map = true;
@@ -277,7 +276,7 @@ fn parse_mapped(
     len: u64,
     prefix: &mut Option<Prefix>,
     scratch: &mut Scratch,
-) -> Option<Result<Attempt<(ParsedFile, ResumePoint, u64)>, String>> {
+) -> Option<Result<Attempt<FileRead>, String>> {
     let from = prefix.as_ref().map_or(0, |p| p.offset);
     if from > len {
         // Shorter than what was parsed before: not the file that was, parsed whole.
