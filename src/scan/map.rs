@@ -200,15 +200,9 @@ fn debug_truncate(file: &File, offset: u64) {
 /// `$PISA_DEBUG_PANIC_MAPPED`, as a parse of bytes rewritten under it can, so that tests see
 /// such a file read again (by `read`) every time.
 pub fn debug_panic_mapped(path: &std::path::Path) {
-    #[cfg(debug_assertions)]
-    if let Some(name) = std::env::var_os("PISA_DEBUG_PANIC_MAPPED")
-        && !name.is_empty()
-        && path.to_string_lossy().contains(&*name.to_string_lossy())
-    {
+    if super::source::debug_hook_names("PISA_DEBUG_PANIC_MAPPED", path) {
         panic!("PISA_DEBUG_PANIC_MAPPED matched {}", path.display());
     }
-    #[cfg(not(debug_assertions))]
-    let _ = path;
 }
 
 /// Maps at once, at most: each core maps one file at a time, and one more for each file it

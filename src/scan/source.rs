@@ -239,15 +239,19 @@ pub fn end_hashes(file: &File, len: u64, probe: u64) -> io::Result<(u64, u64)> {
 /// Debug builds only: panic on a file whose path contains `$PISA_DEBUG_PANIC_ON`, so that tests
 /// can prove a panic costs only its file (a worker's) or ends in one line (the main thread's).
 fn debug_panic(path: &Path) {
-    #[cfg(debug_assertions)]
-    if let Some(name) = std::env::var_os("PISA_DEBUG_PANIC_ON")
-        && !name.is_empty()
-        && path.to_string_lossy().contains(&*name.to_string_lossy())
-    {
+    if debug_hook_names("PISA_DEBUG_PANIC_ON", path) {
         panic!("PISA_DEBUG_PANIC_ON matched {}", path.display());
     }
-    #[cfg(not(debug_assertions))]
-    let _ = path;
+}
+
+/// Whether the debug hook `$var` (a substring of a path) names `path`; never in release builds.
+pub fn debug_hook_names(var: &str, path: &Path) -> bool {
+    #[cfg(debug_assertions)]
+    if let Some(name) = std::env::var_os(var) {
+        return !name.is_empty() && path.to_string_lossy().contains(&*name.to_string_lossy());
+    }
+    let _ = (var, path);
+    false
 }
 
 /// Read `file` from `offset` to its end, `chunk` bytes at a time, handing whole lines to `lines`

@@ -881,22 +881,7 @@ fn age(path: &Path, ago: Duration) {
 )]
 fn a_file_truncated_under_its_map_is_reported_changed_not_a_crash() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("sessions");
-    copy_tree(&repo().join("datasets").join("sample"), &root);
-    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(&root)
-        .into_iter()
-        .map(|e| e.unwrap().into_path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
-    // A big session (past the size from which every core parses a file) and a small one.
-    let cut_dir = root.join("--cut--");
-    std::fs::create_dir_all(&cut_dir).unwrap();
-    let big = crate::support::big_session(&files);
-    let cut = [
-        ("--cut--/big.jsonl", big),
-        ("--cut--/small.jsonl", std::fs::read(&files[0]).unwrap()),
-    ];
+    let (root, cut) = sample_with_big_and_small(dir.path(), "--cut--");
     let put_back = || {
         for (rel, text) in &cut {
             std::fs::write(root.join(rel), text).unwrap();
@@ -904,15 +889,7 @@ fn a_file_truncated_under_its_map_is_reported_changed_not_a_crash() {
     };
     put_back();
     let limit = Duration::from_secs(120);
-    let args = |mode: &'static str| {
-        [
-            os("--read-mode"),
-            os(mode),
-            os("sessions"),
-            os("--json"),
-            root.as_os_str(),
-        ]
-    };
+    let args = |mode| sessions_json_in_mode(&root, mode);
     let baseline = pisa_within(&args("read"), &[], limit);
     baseline.assert_no_panic_text();
     let baseline = by_path(&baseline.json());
@@ -931,7 +908,7 @@ fn a_file_truncated_under_its_map_is_reported_changed_not_a_crash() {
     assert_eq!(run.code, 2, "{}", run.err());
     let seen = by_path(&run.json());
     for (rel, text) in &cut {
-        let item = &seen[*rel];
+        let item = &seen[rel];
         assert_eq!(item["status"], "changed", "{item}");
         // The small file's new end is on a page the map still has (read as zeros past the
         // end, which the file's stamp tells): no SIGBUS; the big one's is pages before its end.
@@ -957,8 +934,8 @@ fn a_file_truncated_under_its_map_is_reported_changed_not_a_crash() {
     for (rel, text) in &cut {
         let now = std::fs::metadata(root.join(rel)).unwrap().len();
         assert_eq!(now, text.len() as u64 / 2, "{rel}: mapped and cut once");
-        assert_eq!(seen[*rel], again[*rel], "{rel}: what a read of it gives");
-        assert_ne!(seen[*rel]["status"], "changed");
+        assert_eq!(seen[rel], again[rel], "{rel}: what a read of it gives");
+        assert_ne!(seen[rel]["status"], "changed");
     }
     others_unchanged(&seen);
 
@@ -984,30 +961,9 @@ fn a_file_truncated_under_its_map_is_reported_changed_not_a_crash() {
 fn a_parse_that_panics_under_a_map_reads_the_file_instead() {
     let dir = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let root = dir.path().join("sessions");
-    copy_tree(&repo().join("datasets").join("sample"), &root);
-    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(&root)
-        .into_iter()
-        .map(|e| e.unwrap().into_path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
-    // A big session (parsed by every core from its map) and a small one.
-    let shaken = root.join("--shaken--");
-    std::fs::create_dir_all(&shaken).unwrap();
-    let big = crate::support::big_session(&files);
-    std::fs::write(shaken.join("big.jsonl"), &big).unwrap();
-    std::fs::write(shaken.join("small.jsonl"), std::fs::read(&files[0]).unwrap()).unwrap();
+    let (root, shaken) = sample_with_big_and_small(dir.path(), "--shaken--");
     let limit = Duration::from_secs(120);
-    let args = |mode: &'static str| {
-        [
-            os("--read-mode"),
-            os(mode),
-            os("sessions"),
-            os("--json"),
-            root.as_os_str(),
-        ]
-    };
+    let args = |mode| sessions_json_in_mode(&root, mode);
     let hook = [("PISA_DEBUG_PANIC_MAPPED", os("--shaken--"))];
     let cached = [
         ("PISA_DEBUG_PANIC_MAPPED", os("--shaken--")),
@@ -1028,14 +984,49 @@ fn a_parse_that_panics_under_a_map_reads_the_file_instead() {
     check(&cached, "cache filled");
     check(&cached, "cache warm");
     // The big file grows: the next run maps only what was appended, on top of the cached part.
+    let big = &shaken[0].1;
     let body_start = big.iter().position(|&b| b == b'\n').unwrap() + 1;
     let tail = &big[big.len() - (big.len() - body_start).min(64 << 10)..];
     let tail = &tail[tail.iter().position(|&b| b == b'\n').unwrap() + 1..];
     let mut f = std::fs::OpenOptions::new()
         .append(true)
-        .open(shaken.join("big.jsonl"))
+        .open(root.join(&shaken[0].0))
         .unwrap();
     std::io::Write::write_all(&mut f, tail).unwrap();
     drop(f);
     check(&cached, "cached file grown");
+}
+
+/// The sample copied to `dir/sessions`, with a folder `folder` holding a big session (past the
+/// size from which every core parses a file) and a small one: the root, and the two files'
+/// paths under it with their bytes (the big one first).
+fn sample_with_big_and_small(dir: &Path, folder: &str) -> (PathBuf, [(String, Vec<u8>); 2]) {
+    let root = dir.join("sessions");
+    copy_tree(&repo().join("datasets").join("sample"), &root);
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(&root)
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    std::fs::create_dir_all(root.join(folder)).unwrap();
+    let made = [
+        (format!("{folder}/big.jsonl"), crate::support::big_session(&files)),
+        (format!("{folder}/small.jsonl"), std::fs::read(&files[0]).unwrap()),
+    ];
+    for (rel, text) in &made {
+        std::fs::write(root.join(rel), text).unwrap();
+    }
+    (root, made)
+}
+
+/// `pisa --read-mode MODE sessions --json ROOT`.
+fn sessions_json_in_mode<'a>(root: &'a Path, mode: &'static str) -> [&'a OsStr; 5] {
+    [
+        os("--read-mode"),
+        os(mode),
+        os("sessions"),
+        os("--json"),
+        root.as_os_str(),
+    ]
 }
