@@ -180,12 +180,10 @@ impl Drop for Mapped {
 /// truncation under a live map every time.
 fn debug_truncate(file: &File, offset: u64) {
     #[cfg(debug_assertions)]
-    if let Some(name) = std::env::var_os("PISA_DEBUG_TRUNCATE_MAPPED")
-        && !name.is_empty()
-    {
+    if std::env::var_os("PISA_DEBUG_TRUNCATE_MAPPED").is_some() {
         use std::os::fd::AsRawFd;
         let path = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap_or_default();
-        if path.to_string_lossy().contains(&*name.to_string_lossy())
+        if super::source::debug_hook_names("PISA_DEBUG_TRUNCATE_MAPPED", &path)
             && let Ok(m) = file.metadata()
             && let Ok(w) = std::fs::OpenOptions::new().write(true).open(&path)
         {

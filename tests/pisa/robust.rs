@@ -293,13 +293,7 @@ fn files_changing_under_the_scan_are_read_reread_reported_or_gone() {
 
     // A big session that is appended to all the time: a read of it takes long enough to see
     // the writes (about 7 MB: the largest sample file's entries, again and again).
-    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(&root)
-        .sort_by_file_name()
-        .into_iter()
-        .map(|e| e.unwrap().into_path())
-        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
+    let files = jsonl_files(&root);
     let largest = files
         .iter()
         .max_by_key(|p| std::fs::metadata(p).unwrap().len())
@@ -887,7 +881,6 @@ fn a_file_truncated_under_its_map_is_reported_changed_not_a_crash() {
             std::fs::write(root.join(rel), text).unwrap();
         }
     };
-    put_back();
     let limit = Duration::from_secs(120);
     let args = |mode| sessions_json_in_mode(&root, mode);
     let baseline = pisa_within(&args("read"), &[], limit);
@@ -1003,12 +996,7 @@ fn a_parse_that_panics_under_a_map_reads_the_file_instead() {
 fn sample_with_big_and_small(dir: &Path, folder: &str) -> (PathBuf, [(String, Vec<u8>); 2]) {
     let root = dir.join("sessions");
     copy_tree(&repo().join("datasets").join("sample"), &root);
-    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(&root)
-        .into_iter()
-        .map(|e| e.unwrap().into_path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
+    let files = jsonl_files(&root);
     std::fs::create_dir_all(root.join(folder)).unwrap();
     let made = [
         (format!("{folder}/big.jsonl"), crate::support::big_session(&files)),
@@ -1029,4 +1017,15 @@ fn sessions_json_in_mode<'a>(root: &'a Path, mode: &'static str) -> [&'a OsStr; 
         os("--json"),
         root.as_os_str(),
     ]
+}
+
+/// The `.jsonl` files under `root`, sorted.
+fn jsonl_files(root: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    files
 }
