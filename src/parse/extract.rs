@@ -285,7 +285,7 @@ pub fn message_of(v: V<'_, '_>, ctx: &mut LineCtx<'_>) -> Message {
             "sections" => f.sections = Some(val),
             "toolsAdded" => f.tools_added = Some(val),
             "toolsRemoved" => f.tools_removed = Some(val),
-            "responseId" => m.response_id = val.as_str().map(Into::into),
+            "responseId" => m.response_id = val.as_str().map(ResponseId::new),
             "details" => f.details = Some(val),
             _ => {}
         }

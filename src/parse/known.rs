@@ -27,7 +27,7 @@
 //! type, a space, a `\r`, a lone surrogate) returns `None`, and the line takes the general path.
 //! The tests compare both paths on lines varied at every place.
 
-use super::entry::{Body, ContentChars, Entry, EntryType, Message, Role, Usage};
+use super::entry::{Body, ContentChars, Entry, EntryType, Message, ResponseId, Role, Usage};
 use super::measure;
 use crate::js::{Key, StrJv};
 
@@ -122,7 +122,7 @@ pub fn message(
             l.lit(br#","timestamp":"#)?;
             m.timestamp_ms = Some(l.integer()?);
             if l.lit(br#","responseId":""#).is_some() {
-                m.response_id = Some(l.plain()?.into());
+                m.response_id = Some(ResponseId::new(l.plain()?));
             }
             if l.lit(br#","responseModel":""#).is_some() {
                 m.response_model = StrJv::str(l.plain()?);

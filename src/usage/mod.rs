@@ -13,7 +13,7 @@ use hashbrown::HashMap;
 
 use crate::js::JsVal;
 use crate::js::{self, Jv, StrJv};
-use crate::parse::entry::{Body, ChildUsage, Entry, Message, Role, TranscriptRecord, Usage, field};
+use crate::parse::entry::{Body, ChildUsage, Entry, Message, ResponseId, Role, TranscriptRecord, Usage, field};
 use crate::tree::Tree;
 
 /// Where a billed usage was recorded.
@@ -512,7 +512,7 @@ fn message_fields<'m>(r: &mut UsageRecord, m: &'m Message) -> Option<&'m str> {
     r.stop_reason = opt_str(&m.stop_reason);
     r.thinking_level = m.thinking_level.clone();
     r.message_timestamp = m.timestamp_ms;
-    m.response_id.as_deref()
+    m.response_id.as_ref().map(ResponseId::as_str)
 }
 
 /// A tool result's record, split where a subagent extension summed its children's usage into
