@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::support::repo;
+use crate::support::{copy_tree, repo};
 
 /// Run pisa with the cache in `cache` (or `--no-cache`); (exit code, stdout, stderr).
 fn run(cache: Option<&Path>, args: &[&str]) -> (i32, String, String) {
@@ -61,17 +61,6 @@ fn session_files(dir: &Path) -> Vec<std::path::PathBuf> {
     v
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    for e in walkdir::WalkDir::new(from).into_iter().filter_map(Result::ok) {
-        let target = to.join(e.path().strip_prefix(from).unwrap());
-        if e.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
-}
-
 /// A line a Pi session would append: a custom entry under the file's last entry.
 fn appended_line(file: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(file).unwrap_or_default();
@@ -112,9 +101,9 @@ fn touch_later(file: &Path, seconds: u64) {
 #[test]
 fn output_is_identical_with_and_without_the_cache_as_files_change() {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&repo().join("datasets").join("sample"), dir.path());
+    copy_tree(&repo().join("datasets").join("sample"), dir.path());
     let generated = crate::support::generated("21", 30);
-    copy_dir(generated.path(), &dir.path().join("generated"));
+    copy_tree(generated.path(), &dir.path().join("generated"));
     let cache = tempfile::tempdir().unwrap();
     assert_same(dir.path(), cache.path(), "cold cache");
     assert!(cache.path().join("index.bin").exists(), "the cache was written");
@@ -178,7 +167,7 @@ fn output_is_identical_with_and_without_the_cache_as_files_change() {
 #[test]
 fn a_damaged_or_foreign_cache_is_discarded_with_a_warning() {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&repo().join("datasets").join("sample"), dir.path());
+    copy_tree(&repo().join("datasets").join("sample"), dir.path());
     let d = dir.path().to_str().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let index = cache.path().join("index.bin");
@@ -237,7 +226,7 @@ fn spills(cache: &Path) -> Vec<std::path::PathBuf> {
 fn spills_are_reused_bounded_and_checked() {
     let dir = tempfile::tempdir().unwrap();
     let generated = crate::support::generated("22", 24);
-    copy_dir(generated.path(), dir.path());
+    copy_tree(generated.path(), dir.path());
     let d = dir.path().to_str().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let fresh = || run(None, &["sessions", "--json", d]).1;
@@ -365,9 +354,9 @@ fn bench_measures_every_stage() {
 #[test]
 fn mapped_files_print_what_read_files_print() {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&repo().join("datasets").join("sample"), &dir.path().join("sample"));
+    copy_tree(&repo().join("datasets").join("sample"), &dir.path().join("sample"));
     for data in ["edge", "hostile", "pi-errors"] {
-        copy_dir(&repo().join("tests").join("data").join(data), &dir.path().join(data));
+        copy_tree(&repo().join("tests").join("data").join(data), &dir.path().join(data));
     }
     let files = session_files(dir.path());
     let big = crate::support::big_session(&files);

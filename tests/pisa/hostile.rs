@@ -14,7 +14,7 @@ use pisa::parse::Scratch;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::support::{agreement, pi_files, pisa_json, repo};
+use crate::support::{agreement, copy_tree, pi_files, pisa_json, repo};
 
 /// Longest a single file may take through every stage (debug build, a loaded machine).
 const CASE_LIMIT: Duration = Duration::from_secs(30);
@@ -885,13 +885,6 @@ fn files_pi_cannot_finish_are_reported_and_leave_the_others_alone() {
         "a one-line reason on stderr: {err}"
     );
     assert!(!err.contains("panicked"), "no panic reaches the user: {err}");
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for f in walk(from) {
-        let rel = f.strip_prefix(from).expect("under the root");
-        write(to, &rel.to_string_lossy(), &std::fs::read(&f).expect("read"));
-    }
 }
 
 /// Regression: a usage field holding an array nested deeper than 64 levels printed pisa's

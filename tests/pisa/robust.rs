@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::repo;
+use crate::support::{copy_tree, repo};
 
 /// What a pisa run left behind.
 struct Run {
@@ -98,18 +98,6 @@ fn pisa_within(args: &[&OsStr], env: &[(&str, &OsStr)], limit: Duration) -> Run 
 
 fn os(s: &str) -> &OsStr {
     OsStr::new(s)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry.expect("walk the sample");
-        let target = to.join(entry.path().strip_prefix(from).expect("under the sample"));
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).expect("create a folder");
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy a file");
-        }
-    }
 }
 
 fn mkfifo(path: &Path) -> std::io::Result<()> {
@@ -294,17 +282,7 @@ fn files_changing_under_the_scan_are_read_reread_reported_or_gone() {
     // A big session that is appended to all the time: a read of it takes long enough to see
     // the writes (about 7 MB: the largest sample file's entries, again and again).
     let files = jsonl_files(&root);
-    let largest = files
-        .iter()
-        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
-        .unwrap()
-        .clone();
-    let bytes = std::fs::read(&largest).unwrap();
-    let body_start = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
-    let mut big = bytes.clone();
-    while big.len() < 7 << 20 {
-        big.extend_from_slice(&bytes[body_start..]);
-    }
+    let big = crate::support::session_of_at_least(&files, 7 << 20);
     let hot = root.join("--hot--").join("live.jsonl");
     std::fs::create_dir_all(hot.parent().unwrap()).unwrap();
     std::fs::write(&hot, &big).unwrap();

@@ -327,9 +327,14 @@ pub fn generated(seed: &str, sessions: usize) -> tempfile::TempDir {
     dir
 }
 
-/// A session past the size from which every core parses a file (9 MB): the largest of `files`,
-/// its body written again and again after its header.
+/// A session past the size from which every core parses a file (9 MB): see [`session_of_at_least`].
 pub fn big_session(files: &[PathBuf]) -> Vec<u8> {
+    session_of_at_least(files, 9 << 20)
+}
+
+/// A session of at least `size` bytes: the largest of `files`, its body written again and again
+/// after its header.
+pub fn session_of_at_least(files: &[PathBuf], size: usize) -> Vec<u8> {
     let largest = files
         .iter()
         .max_by_key(|p| std::fs::metadata(p).unwrap().len())
@@ -337,8 +342,21 @@ pub fn big_session(files: &[PathBuf]) -> Vec<u8> {
     let bytes = std::fs::read(largest).unwrap();
     let body = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
     let mut big = bytes.clone();
-    while big.len() < 9 << 20 {
+    while big.len() < size {
         big.extend_from_slice(&bytes[body..]);
     }
     big
+}
+
+/// Copy the folder `from` with all it holds to `to`.
+pub fn copy_tree(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.expect("walk the folder");
+        let target = to.join(entry.path().strip_prefix(from).expect("under the folder"));
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).expect("create a folder");
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a file");
+        }
+    }
 }
