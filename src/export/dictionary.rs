@@ -43,9 +43,11 @@ pub fn string_column(array: &dyn Array, encoding: &[Encoding]) -> Option<(Box<dy
     let mut weighed = rows <= SMALL;
     for i in 0..rows {
         d.push(strings, i);
-        if !weighed && d.values.len() * 4 > rows * 3 {
-            // More than three quarters distinct already (ids): polars' estimate over the whole
-            // column, which is most likely too many, saves making the rest of the dictionary.
+        // More than three quarters distinct already, or every row distinct an eighth of the
+        // way in (ids): polars' estimate over the whole column, most likely too many, saves
+        // making the rest of the dictionary. (When it is not, the dictionary goes on, weighed.)
+        let ids = i + 1 == (rows / 8).max(SMALL) && d.values.len() == i + 1;
+        if !weighed && (ids || d.values.len() * 4 > rows * 3) {
             weighed = true;
             if too_many(polars_compute::cardinality::estimate_cardinality(strings)) {
                 return Some((strings.to_boxed(), Encoding::Plain));
@@ -214,6 +216,23 @@ mod tests {
                 let df = frame(&rows, u16::MAX);
                 let (ours, theirs) = both(&df);
                 assert!(ours == theirs, "{distinct} distinct, null {null}: not polars' bytes");
+            }
+        }
+    }
+
+    /// Columns distinct row after row for their first eighth (where the estimate is taken),
+    /// then repeating (a dictionary) or not (plain): polars' own bytes either way.
+    #[test]
+    fn columns_distinct_at_first_are_polars_own() {
+        for (rows, distinct) in [(2_000, 2_000), (2_000, 300), (2_000, 1_600), (1_000, 128), (1_000, 127)] {
+            // Inline values and values in a buffer.
+            for prefix in ["id-", "an-entry-id-kept-in-a-buffer-"] {
+                let values: Vec<String> = (0..rows)
+                    .map(|i| format!("{prefix}{:08}", i.min(distinct - 1)))
+                    .collect();
+                let df = df!("a" => values).expect("a frame");
+                let case = format!("{rows} rows, {distinct} distinct, {prefix}");
+                assert_eq!(polars_own(&df, &case).height(), rows, "{case}");
             }
         }
     }
