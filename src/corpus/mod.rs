@@ -318,6 +318,29 @@ impl Corpus {
     }
 }
 
+/// A file that may hold billed calls ([`Corpus::call_files`]), its calls not read yet.
+#[derive(Debug)]
+pub struct CallFile<'a> {
+    rel: &'a str,
+    session_id: Option<&'a str>,
+    /// A transcript's is made of its path.
+    project: std::borrow::Cow<'a, str>,
+    /// The session that spawned it as a subagent.
+    pub spawned_by: Option<&'a str>,
+    pub calls: &'a Calls,
+}
+
+impl CallFile<'_> {
+    /// The file the calls come from.
+    pub fn file(&self) -> SessionRef<'_> {
+        SessionRef {
+            rel: self.rel,
+            session_id: self.session_id,
+            project: &self.project,
+        }
+    }
+}
+
 /// The billed calls of one file, as [`Corpus::each_file`] and [`Corpus::each_billed`] hand
 /// them out.
 #[derive(Debug)]
@@ -382,13 +405,27 @@ impl Corpus {
         self.each_read(|c| c.billed.len(), |c| self.billed(c), visit)
     }
 
-    /// [`Corpus::each_file`] a window of files at a time (each window's records read back in
-    /// parallel), for visitors that work on a window's calls in parallel too.
-    pub fn each_window<E: From<std::io::Error>>(
-        &self,
-        visit: impl FnMut(Vec<FileCalls<'_, spill::Records>>) -> Result<(), E>,
-    ) -> Result<(), E> {
-        self.each_read_window(|c| c.records.len(), |c| self.records(c), visit)
+    /// The files that may hold billed calls, unread, in the usage frame's order: the sessions
+    /// by path, then the transcripts by path.
+    pub fn call_files(&self) -> Vec<CallFile<'_>> {
+        let sessions = self.sessions.iter().map(|s| CallFile {
+            rel: &s.rel,
+            session_id: s.session_id.as_deref(),
+            project: std::borrow::Cow::Borrowed(&s.row.project),
+            spawned_by: s.spawned_by.as_deref(),
+            calls: &s.calls,
+        });
+        let transcripts = self.rejected.iter().filter_map(|r| {
+            let t = r.transcript.as_ref()?;
+            Some(CallFile {
+                rel: r.rel(),
+                session_id: None,
+                project: std::borrow::Cow::Owned(crate::analyze::project_of_path(r.rel())),
+                spawned_by: t.spawned_by.as_deref(),
+                calls: &t.calls,
+            })
+        });
+        sessions.chain(transcripts).collect()
     }
 
     /// Visit the files one by one, read a window at a time ([`Corpus::each_read_window`]).
@@ -409,31 +446,7 @@ impl Corpus {
         read: impl Fn(&Calls) -> std::io::Result<T> + Sync,
         mut visit: impl FnMut(Vec<FileCalls<'_, T>>) -> Result<(), E>,
     ) -> Result<(), E> {
-        struct File<'a> {
-            rel: &'a str,
-            session_id: Option<&'a str>,
-            project: std::borrow::Cow<'a, str>,
-            spawned_by: Option<&'a str>,
-            calls: &'a Calls,
-        }
-        let sessions = self.sessions.iter().map(|s| File {
-            rel: &s.rel,
-            session_id: s.session_id.as_deref(),
-            project: std::borrow::Cow::Borrowed(&s.row.project),
-            spawned_by: s.spawned_by.as_deref(),
-            calls: &s.calls,
-        });
-        let transcripts = self.rejected.iter().filter_map(|r| {
-            let t = r.transcript.as_ref()?;
-            Some(File {
-                rel: r.rel(),
-                session_id: None,
-                project: std::borrow::Cow::Owned(crate::analyze::project_of_path(r.rel())),
-                spawned_by: t.spawned_by.as_deref(),
-                calls: &t.calls,
-            })
-        });
-        let files: Vec<File<'_>> = sessions.chain(transcripts).collect();
+        let files = self.call_files();
         let mut rest = &files[..];
         while !rest.is_empty() {
             let mut total = 0;
@@ -454,11 +467,7 @@ impl Corpus {
                 .zip(read)
                 .map(|(f, read)| {
                     Ok(FileCalls {
-                        file: SessionRef {
-                            rel: f.rel,
-                            session_id: f.session_id,
-                            project: &f.project,
-                        },
+                        file: f.file(),
                         spawned_by: f.spawned_by,
                         calls: f.calls,
                         read: read?,

@@ -213,6 +213,30 @@ impl Records {
         }
         postcard::from_bytes(&self.0).map_err(io::Error::other)
     }
+
+    /// Visit records `skip..skip + take`, in file order, decoded one at a time: none is kept
+    /// after its visit (those before `skip` are decoded and passed over; none after the last
+    /// visited is decoded). An error when the bytes do not hold as many.
+    pub fn visit(&self, skip: usize, take: usize, mut visit: impl FnMut(&RecordView<'_>)) -> io::Result<()> {
+        if take == 0 {
+            return Ok(());
+        }
+        // postcard writes a sequence as its length (a varint) and its elements one after the
+        // other, as `views` reads them.
+        let (count, mut rest) = postcard::take_from_bytes::<usize>(&self.0).map_err(io::Error::other)?;
+        let end = skip.saturating_add(take);
+        if end > count {
+            return Err(io::Error::other(format!("{end} records asked for, {count} spilled")));
+        }
+        for i in 0..end {
+            let (record, next) = postcard::take_from_bytes::<RecordView<'_>>(rest).map_err(io::Error::other)?;
+            if i >= skip {
+                visit(&record);
+            }
+            rest = next;
+        }
+        Ok(())
+    }
 }
 
 /// Bytes of one identity in a spilled list.
@@ -331,6 +355,30 @@ mod tests {
             let expected: Vec<String> = records.iter().map(|r| format!("{r:?}")).collect();
             let got: Vec<String> = views.iter().map(|v| format!("{v:?}")).collect();
             prop_assert_eq!(got, expected);
+        }
+
+        /// Any run of spilled records visited one at a time is that run of the views, and a
+        /// run past the last record is an error, not fewer records. (Up to 150 records: their
+        /// count takes two bytes past 127.)
+        #[test]
+        fn a_run_of_spilled_records_is_visited_in_order(
+            records in prop::collection::vec(record(), 0..150),
+            skip in 0usize..160,
+            take in 0usize..160,
+        ) {
+            let mut bytes = Vec::new();
+            encode_records(&records, &mut bytes);
+            let back = Records::new(bytes);
+            let views = back.views().expect("the records decode");
+            let mut visited = Vec::new();
+            let result = back.visit(skip, take, |r| visited.push(format!("{r:?}")));
+            if take > 0 && skip + take > records.len() {
+                prop_assert!(result.is_err(), "{skip} + {take} of {} records", records.len());
+            } else {
+                prop_assert!(result.is_ok());
+                let expected: Vec<String> = views.iter().skip(skip).take(take).map(|v| format!("{v:?}")).collect();
+                prop_assert_eq!(visited, expected);
+            }
         }
     }
 

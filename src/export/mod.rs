@@ -192,8 +192,12 @@ pub fn export(what: &Exported<'_>, dir: &Path, format: Format, partition: Partit
             Ok::<_, ExportError>(vec![(path, df.height())])
         }
     };
-    let (sessions, files) = crate::frame::sessions_and_files(what.corpus, what.source).map_err(polars)?;
-    let compactions = crate::frame::compactions(what.corpus, what.source).map_err(polars)?;
+    let (both, compactions) = rayon::join(
+        || crate::frame::sessions_and_files(what.corpus, what.source),
+        || crate::frame::compactions(what.corpus, what.source),
+    );
+    let (sessions, files) = both.map_err(polars)?;
+    let compactions = compactions.map_err(polars)?;
     let (sessions, (compactions, files)) = rayon::join(
         || write("sessions", sessions),
         || rayon::join(|| write("compactions", compactions), || write("files", files)),
@@ -385,8 +389,12 @@ impl<W: Write> ParquetSink<W> {
     /// encoded and compressed on the thread pool, written in order.
     fn row_group(&mut self, rows: usize, column: impl Fn(usize) -> PolarsResult<ArrayRef> + Sync) -> PolarsResult<()> {
         use rayon::prelude::*;
+        // A task per column: rayon otherwise cuts the columns into a few runs (as many as
+        // there are cores, then halves), and a core done with its runs waits while another
+        // encodes the columns of its last run one after the other.
         let columns = (0..self.fields.len())
             .into_par_iter()
+            .with_max_len(1)
             .map(|i| column_pages(&column(i)?, &self.fields[i], &self.encodings[i], self.options))
             .collect::<PolarsResult<Vec<ColumnPages>>>()?;
         let leaves: Vec<_> = columns.into_iter().flatten().collect();

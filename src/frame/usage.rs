@@ -9,8 +9,7 @@ use polars::prelude::*;
 use super::price::{Priced, Pricer};
 use super::schema::{SOURCE, USAGE};
 use crate::corpus::billed::Billed;
-use crate::corpus::spill::Records;
-use crate::corpus::{Corpus, FileCalls, Inherited, SessionRef};
+use crate::corpus::{CallFile, Corpus, Inherited, SessionRef};
 use crate::pricing::{CostMode, Pricing};
 use crate::usage::RecordView;
 
@@ -91,16 +90,17 @@ pub fn try_each_row<E: From<std::io::Error>>(
         let records = f.read.views()?;
         debug_assert_eq!(records.len() as u64, f.calls.count, "one record per call");
         for (record, reason) in records.iter().zip(f.calls.reasons()) {
-            visit(&row_of(&f, record, reason, &mut pricer))?;
+            visit(&row_of(&f.file, f.spawned_by, record, reason, &mut pricer))?;
         }
         Ok(())
     })
 }
 
-/// The row of `record`, one of `f`'s calls, with what the corpus decided of it (`reason`),
+/// The row of `record`, one of `file`'s calls, with what the corpus decided of it (`reason`),
 /// priced by `pricer`.
 fn row_of<'a, 'p: 'a>(
-    f: &'a FileCalls<'a, Records>,
+    file: &'a SessionRef<'a>,
+    spawned_by: Option<&'a str>,
     record: &'a RecordView<'a>,
     reason: Option<Inherited>,
     pricer: &mut Pricer<'p>,
@@ -109,8 +109,8 @@ fn row_of<'a, 'p: 'a>(
     let priced = pricer.price(&call);
     UsageRow {
         row: CallRow {
-            file: &f.file,
-            spawned_by: f.spawned_by,
+            file,
+            spawned_by,
             call,
             reason,
             priced,
@@ -119,56 +119,83 @@ fn row_of<'a, 'p: 'a>(
     }
 }
 
-/// Fewest rows of a part that [`pieces`] splits in two (a quarter of a batch when batches are
-/// smaller): fewer are built faster on one core than split.
+/// Fewest rows of a piece (a quarter of a batch when batches are smaller): fewer are built
+/// faster on one core than split.
 const PIECE_ROWS: usize = 2_048;
 
-/// A window of `total` rows (its files' calls, counted from 0) cut into pieces that
-/// [`rows_of`] builds in parallel: cut where a batch of `rows` rows ends (the first one after
-/// `room` rows), and each part split in two halves, one for each core.
-pub(super) fn pieces(total: usize, room: usize, rows: usize) -> Vec<(usize, usize)> {
-    let least = PIECE_ROWS.min(rows / 4).max(2);
-    let mut pieces = Vec::new();
-    let (mut from, mut room) = (0, room);
-    while from < total {
-        let to = total.min(from + room);
-        let half = from + (to - from) / 2;
-        if to - from >= least {
-            pieces.extend([(from, half), (half, to)]);
-        } else {
-            pieces.push((from, to));
-        }
-        from = to;
-        room = rows;
-    }
-    pieces
+/// Calls `skip..skip + take` of the `file`th file (in [`Corpus::call_files`]' order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Segment {
+    pub file: usize,
+    pub skip: usize,
+    pub take: usize,
 }
 
-/// Rows `from..to` of the window's rows (see [`pieces`]) as columns, priced under `mode`:
-/// `records` are the `files`' records, read back.
-pub(super) fn rows_of(
-    files: &[FileCalls<'_, Records>],
-    records: &[Vec<RecordView<'_>>],
-    from: usize,
-    to: usize,
+/// The rows of files holding `counts` calls (in order) cut into batches of `rows` rows (the
+/// last one smaller), and each batch into at most `parts` pieces of about equal rows (none
+/// smaller than [`PIECE_ROWS`] unless the batch is): the parts of files each piece holds, in
+/// order. A piece is built on one core, whatever its files; files without calls are in none.
+pub(super) fn plan(counts: &[usize], rows: usize, parts: usize) -> Vec<Vec<Vec<Segment>>> {
+    let total: usize = counts.iter().sum();
+    let rows = rows.max(1);
+    let least = PIECE_ROWS.min(rows / 4).max(1);
+    // The row after each file's last (never decreasing), and the files' rows `from..to` as
+    // segments.
+    let ends: Vec<usize> = counts
+        .iter()
+        .scan(0, |at, &n| {
+            *at += n;
+            Some(*at)
+        })
+        .collect();
+    let segments = |from: usize, to: usize| {
+        let first = ends.partition_point(|&end| end <= from);
+        (first..counts.len())
+            .map(|f| (f, ends[f] - counts[f], ends[f]))
+            .take_while(|&(_, start, _)| start < to)
+            .map(|(file, start, end)| Segment {
+                file,
+                skip: from.saturating_sub(start),
+                take: end.min(to).saturating_sub(start.max(from)),
+            })
+            .filter(|s| s.take > 0)
+            .collect::<Vec<_>>()
+    };
+    (0..total)
+        .step_by(rows)
+        .map(|from| {
+            let n = rows.min(total - from);
+            let pieces = parts.min(n / least).max(1);
+            (0..pieces)
+                .map(|i| segments(from + n * i / pieces, from + n * (i + 1) / pieces))
+                .collect()
+        })
+        .collect()
+}
+
+/// The rows of one piece of a batch ([`plan`]) as columns, priced under `mode`: each file's
+/// calls read back from the spill and decoded one at a time.
+pub(super) fn piece(
+    corpus: &Corpus,
+    files: &[CallFile<'_>],
+    segments: &[Segment],
     pricing: &Pricing,
     mode: CostMode,
 ) -> PolarsResult<DataFrame> {
     let mut pricer = Pricer::new(pricing, mode);
-    let mut columns = UsageColumns::with_capacity(to - from);
-    let mut first = 0;
-    for (f, read) in files.iter().zip(records) {
-        let n = read.len();
-        let (skip, take) = (from.saturating_sub(first), (to - first.min(to)).min(n));
-        first += n;
-        for (record, reason) in read.iter().zip(f.calls.reasons()).take(take).skip(skip) {
-            columns.push(&row_of(f, record, reason, &mut pricer));
-        }
-        if first >= to {
-            break;
-        }
+    let mut columns = UsageColumns::with_capacity(segments.iter().map(|s| s.take).sum());
+    for s in segments {
+        let f = &files[s.file];
+        let file = f.file();
+        let mut reasons = f.calls.reasons().skip(s.skip);
+        let records = corpus.records(f.calls).map_err(super::io_error)?;
+        records
+            .visit(s.skip, s.take, |record| {
+                let reason = reasons.next().flatten();
+                columns.push(&row_of(&file, f.spawned_by, record, reason, &mut pricer));
+            })
+            .map_err(super::io_error)?;
     }
-    debug_assert_eq!(columns.len(), to - from);
     columns.finish()
 }
 
@@ -455,36 +482,38 @@ mod tests {
     }
 
     proptest! {
-        /// The pieces of a window are its rows in order, each in one batch, and a part of a
-        /// batch is split in two when it holds a quarter of a batch (or 2,048 rows).
+        /// A plan holds every call once, in order: batches of `rows` rows (the last one
+        /// smaller), each in at most `parts` pieces, none smaller than the least piece unless
+        /// its batch is, differing by a row at most; every segment a non-empty run of one
+        /// file's calls.
         #[test]
-        fn pieces_cover_the_window_a_batch_at_a_time(total in 0usize..5_000, rows in 1usize..3_000, held in 0usize..3_000) {
-            let held = held % rows;
-            let pieces = pieces(total, rows - held, rows);
-            let mut at = 0;
-            for &(from, to) in &pieces {
-                prop_assert_eq!(from, at, "in order, none left out");
-                prop_assert!(to > from, "no empty piece");
-                // Rows held + from .. held + to of the batches never cross a batch's end.
-                prop_assert_eq!((held + from) / rows, (held + to - 1) / rows, "{:?} crosses a batch end", (from, to));
-                at = to;
-            }
-            prop_assert_eq!(at, total);
-            // Each part between two batch ends: in two halves when it holds enough rows.
-            let least = PIECE_ROWS.min(rows / 4).max(2);
-            let ends: Vec<usize> = (1..=total).filter(|&p| (held + p) % rows == 0 || p == total).collect();
-            let mut expected = Vec::new();
-            let mut from = 0;
-            for to in ends {
-                let n = to - from;
-                if n >= least {
-                    expected.extend([(from, from + n / 2), (from + n / 2, to)]);
-                } else {
-                    expected.push((from, to));
+        fn a_plan_holds_every_call_once_in_order(
+            counts in prop::collection::vec(prop_oneof![Just(0usize), 0usize..40, 0usize..3_000], 0..40),
+            rows in 1usize..6_000,
+            parts in 1usize..6,
+        ) {
+            let plan = plan(&counts, rows, parts);
+            let total: usize = counts.iter().sum();
+            prop_assert_eq!(plan.len(), total.div_ceil(rows), "batches");
+            let least = PIECE_ROWS.min(rows / 4).max(1);
+            // The calls in the plan's order, as (file, call).
+            let mut calls = Vec::new();
+            for (b, batch) in plan.iter().enumerate() {
+                let n = rows.min(total - b * rows);
+                prop_assert!(!batch.is_empty() && batch.len() <= parts, "batch {}: {} pieces", b, batch.len());
+                let sizes: Vec<usize> = batch.iter().map(|p| p.iter().map(|s| s.take).sum()).collect();
+                prop_assert_eq!(sizes.iter().sum::<usize>(), n, "batch {} holds its rows", b);
+                let (small, large) = (sizes.iter().min().copied(), sizes.iter().max().copied());
+                prop_assert!(large.zip(small).is_some_and(|(l, s)| l - s <= 1), "batch {}: pieces of {:?}", b, sizes);
+                prop_assert!(batch.len() == 1 || sizes.iter().all(|&s| s >= least), "batch {}: pieces of {:?}", b, sizes);
+                for segment in batch.iter().flatten() {
+                    prop_assert!(segment.take > 0, "an empty segment");
+                    prop_assert!(segment.skip + segment.take <= counts[segment.file], "{:?} past its file", segment);
+                    calls.extend((segment.skip..segment.skip + segment.take).map(|k| (segment.file, k)));
                 }
-                from = to;
             }
-            prop_assert_eq!(pieces, expected);
+            let expected: Vec<(usize, usize)> = counts.iter().enumerate().flat_map(|(f, &n)| (0..n).map(move |k| (f, k))).collect();
+            prop_assert_eq!(calls, expected);
         }
 
         /// A repeating column reads back as the values pushed, and holds a long value's
