@@ -183,9 +183,11 @@ pub(super) fn piece(
     mode: CostMode,
 ) -> PolarsResult<DataFrame> {
     let mut pricer = Pricer::new(pricing, mode);
-    let mut columns = UsageColumns::with_capacity(segments.iter().map(|s| s.take).sum());
+    let rows = segments.iter().map(|s| s.take).sum();
+    let mut columns = UsageColumns::with_capacity(rows);
     for s in segments {
         let f = &files[s.file];
+        debug_assert!(s.skip + s.take <= f.calls.count as usize, "a reason for every call");
         let file = f.file();
         let mut reasons = f.calls.reasons().skip(s.skip);
         let records = corpus.records(f.calls).map_err(super::io_error)?;
@@ -196,6 +198,7 @@ pub(super) fn piece(
             })
             .map_err(super::io_error)?;
     }
+    debug_assert_eq!(columns.len(), rows);
     columns.finish()
 }
 
