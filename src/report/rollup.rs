@@ -261,7 +261,7 @@ struct Keyer<'a> {
 impl Keyer<'_> {
     fn day(&self, ms: Option<f64>) -> Option<Date> {
         let ts = jiff::Timestamp::from_millisecond(ms? as i64).ok()?;
-        Some(ts.to_zoned(self.o.tz.clone()).date())
+        Some(self.o.tz.to_datetime(ts).date())
     }
 
     fn time_key(&self, day: Option<Date>) -> String {
@@ -308,6 +308,7 @@ pub fn build(corpus: &Corpus, pricing: &Pricing, o: &Options) -> std::io::Result
     let mut rows = Rows {
         rows: Vec::new(),
         index: hashbrown::HashMap::new(),
+        days: hashbrown::HashMap::new(),
         breakdown: o.breakdown,
     };
     let mut model = String::new();
@@ -341,14 +342,35 @@ pub fn build(corpus: &Corpus, pricing: &Pricing, o: &Options) -> std::io::Result
 struct Rows {
     rows: Vec<Row>,
     index: hashbrown::HashMap<String, usize>,
+    /// The row of each day seen, in a time group: a day's key is made once, not per call.
+    days: hashbrown::HashMap<Option<Date>, usize>,
     /// Keep sums per model too.
     breakdown: bool,
 }
 
 impl Rows {
     fn add(&mut self, key: &str, model: &str, f: &Figures) {
+        let r = self.row(key);
+        add_to(&mut self.rows[r], self.breakdown.then_some(model), f);
+    }
+
+    /// [`Rows::add`] to the row of `day` in a time group.
+    fn add_on(&mut self, day: Option<Date>, k: &Keyer<'_>, model: &str, f: &Figures) {
+        let r = match self.days.get(&day) {
+            Some(&r) => r,
+            None => {
+                let r = self.row(&k.time_key(day));
+                self.days.insert(day, r);
+                r
+            }
+        };
+        add_to(&mut self.rows[r], self.breakdown.then_some(model), f);
+    }
+
+    /// The index of the row of `key`, made if new.
+    fn row(&mut self, key: &str) -> usize {
         let rows = &mut self.rows;
-        let r = *self.index.entry_ref(key).or_insert_with(|| {
+        *self.index.entry_ref(key).or_insert_with(|| {
             rows.push(Row {
                 key: key.to_string(),
                 session: None,
@@ -356,8 +378,7 @@ impl Rows {
                 models: Vec::new(),
             });
             rows.len() - 1
-        });
-        add_to(&mut rows[r], self.breakdown.then_some(model), f);
+        })
     }
 }
 
@@ -379,21 +400,6 @@ fn add_usage(rows: &mut Rows, row: &CallRow<'_>, k: &Keyer<'_>, model: &mut Stri
     if !k.keep(day, project, model) {
         return;
     }
-    // A key made for this call (time and kind keys); the others are borrowed.
-    let made;
-    let key = match k.o.group {
-        g if g.is_time() => {
-            made = k.time_key(day);
-            made.as_str()
-        }
-        Group::Session => row.file.rel,
-        Group::Model => model.as_str(),
-        Group::Project => project,
-        _ => {
-            made = kind_key(source, r.kind);
-            made.as_str()
-        }
-    };
     let summary = matches!(source, "compaction" | "branch_summary");
     let chosen = row.priced.chosen;
     let c = chosen.cost;
@@ -412,7 +418,13 @@ fn add_usage(rows: &mut Rows, row: &CallRow<'_>, k: &Keyer<'_>, model: &mut Stri
         repriced: chosen.repriced.into(),
         unpriced: chosen.unpriced.into(),
     };
-    rows.add(key, model, &f);
+    match k.o.group {
+        g if g.is_time() => rows.add_on(day, k, model, &f),
+        Group::Session => rows.add(row.file.rel, model, &f),
+        Group::Model => rows.add(model, model, &f),
+        Group::Project => rows.add(project, model, &f),
+        _ => rows.add(&kind_key(source, r.kind), model, &f),
+    }
 }
 
 /// Every compaction, keyed as the calls are (a fork's copies left out).
@@ -429,16 +441,19 @@ fn add_compactions(rows: &mut Rows, corpus: &Corpus, k: &Keyer<'_>) {
             if !k.keep(day, project, &model) {
                 continue;
             }
+            let f = Figures {
+                compactions: 1,
+                ..Figures::default()
+            };
+            if k.o.group.is_time() {
+                rows.add_on(day, k, &model, &f);
+                continue;
+            }
             let key = match k.o.group {
-                g if g.is_time() => k.time_key(day),
                 Group::Session => s.rel.clone(),
                 Group::Model => model.clone(),
                 Group::Project => project.clone(),
                 _ => "compaction".into(),
-            };
-            let f = Figures {
-                compactions: 1,
-                ..Figures::default()
             };
             rows.add(&key, &model, &f);
         }
