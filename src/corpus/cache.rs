@@ -24,11 +24,11 @@
 //!
 //! The index and the entries start with a magic number and [`FORMAT`]; a file that does not
 //! decode, or was written by another format, is discarded with a warning and never trusted.
-//! Each session's bulk and each entries file is checked against a hash kept in the index
-//! before it is used. Writes go to a temporary name and are renamed into place. Spills no
-//! longer pointed at are deleted; a spill whose live bytes fall under half its size, or any
-//! beyond the [`MAX_SPILLS`] largest, is retired: its live sessions are copied into the
-//! current run's spill.
+//! Each part of a session's bulk that a run uses, and each entries file, is checked against a
+//! hash kept in the index before it is used. Writes go to a temporary name and are renamed
+//! into place. Spills no longer pointed at are deleted; a spill whose live bytes fall under
+//! half its size, or any beyond the [`MAX_SPILLS`] largest, is retired: its live sessions are
+//! copied into the current run's spill.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use crate::parse::Prefix;
 
 /// Bump on any change to a cached type or to what pisa computes from a file.
-pub const FORMAT: u32 = 12;
+pub const FORMAT: u32 = 13;
 const MAGIC: &[u8; 8] = b"pisa\x00cch";
 /// Bytes hashed at each end of a file.
 const PROBE: u64 = 4096;
@@ -92,6 +92,21 @@ impl Meta {
 /// The hash the cache checks its files and bulk with.
 pub fn hash(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
+}
+
+/// The hash of each part of a bulk's `bytes`, the parts `parts` bytes long one after the
+/// other; `None` when they do not add up to `bytes`.
+pub fn part_hashes(
+    bytes: &[u8],
+    parts: [u64; crate::corpus::spill::PARTS],
+) -> Option<[u64; crate::corpus::spill::PARTS]> {
+    let mut rest = bytes;
+    let hashes = parts.map(|len| {
+        let (part, after) = rest.split_at(usize::try_from(len).unwrap_or(usize::MAX).min(rest.len()));
+        rest = after;
+        hash(part)
+    });
+    (parts.iter().sum::<u64>() == bytes.len() as u64).then_some(hashes)
 }
 
 impl Stamp {
@@ -185,8 +200,9 @@ pub struct Bulk {
     pub offset: u64,
     /// Bytes of each part (the corpus's: facts, identities, totals, billed calls, records).
     pub parts: [u64; crate::corpus::spill::PARTS],
-    /// Hash of all its bytes.
-    pub hash: u64,
+    /// Hash of each part's bytes: a run reads and checks only the parts it uses (a report
+    /// skips the full records, most of the bytes).
+    pub hashes: [u64; crate::corpus::spill::PARTS],
 }
 
 impl Bulk {
@@ -439,7 +455,7 @@ impl Cache {
         &self,
         span: crate::corpus::spill::Span,
         parts: [u64; crate::corpus::spill::PARTS],
-        hash: u64,
+        hashes: [u64; crate::corpus::spill::PARTS],
     ) -> Option<Bulk> {
         let (offset, len) = span.in_file()?;
         if self.run_file.get().is_none() || len != parts.iter().sum::<u64>() {
@@ -449,7 +465,7 @@ impl Cache {
             spill: self.run,
             offset,
             parts,
-            hash,
+            hashes,
         })
     }
 

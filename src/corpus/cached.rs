@@ -3,7 +3,7 @@
 //! it grew, else a parse. The result is the same as without a cache.
 
 use super::cache::{self, Blob, Cache, Change, Meta, Record};
-use super::spill::Spill;
+use super::spill::PARTS;
 use super::worker::{Settled, Work, Written, read_open, unreadable};
 use crate::parse::Scratch;
 use crate::scan::{self, FoundFile};
@@ -22,7 +22,7 @@ pub(super) fn analyze(work: &Work<'_>, f: &FoundFile, scratch: &mut Scratch, cac
         && r.rel == f.rel
         && r.stamp.same_meta(*meta)
         && r.stamp.same_ends(&file).unwrap_or(false)
-        && let Some(settled) = from_cache(&key, r, cache, work.spill)
+        && let Some(settled) = from_cache(&key, r, cache, work)
     {
         return settled;
     }
@@ -82,7 +82,7 @@ fn remember(
         read.blob = Blob::None;
     }
     let bulk = match (&settled, written) {
-        (_, Some(w)) => match cache.bulk(w.span, w.parts, cache::hash(&w.bytes)) {
+        (_, Some(w)) => match cache::part_hashes(&w.bytes, w.parts).and_then(|h| cache.bulk(w.span, w.parts, h)) {
             Some(b) => Some(b),
             // No spill in the cache folder: nothing of this file can be cached.
             None => return settled,
@@ -113,9 +113,11 @@ fn remember(
 }
 
 /// A file unchanged since the cache's record of it: its summary, with its bulk where an
-/// earlier run's spill holds it (checked against its hash; copied into this run's spill when
-/// that spill is retired). `None` when the record cannot be used.
-fn from_cache(key: &str, r: &Record, cache: &Cache, spill: &Spill) -> Option<Settled> {
+/// earlier run's spill holds it (copied into this run's spill when that spill is retired).
+/// The parts of the bulk this run reads ([`Work::reads`]; the facts, identities and totals
+/// always) are read and checked against their hashes, the others left unread. `None` when the
+/// record cannot be used.
+fn from_cache(key: &str, r: &Record, cache: &Cache, work: &Work<'_>) -> Option<Settled> {
     let settled = cache.decode_summary::<Settled>(key, &r.summary)?;
     let Some(b) = r.bulk else {
         // Only a file without calls (a rejected one) has no bulk.
@@ -124,7 +126,22 @@ fn from_cache(key: &str, r: &Record, cache: &Cache, spill: &Spill) -> Option<Set
         return Some(settled);
     };
     let (span, retired) = cache.kept_bulk(r)?;
-    let bytes = spill.get(span).ok().filter(|bytes| cache::hash(bytes) == b.hash);
+    // The parts up to the last one read: facts, identities and totals, then billed calls and
+    // records as asked (all of them to copy the bulk).
+    let used = if retired || work.reads.records {
+        PARTS
+    } else if work.reads.billed {
+        PARTS - 1
+    } else {
+        PARTS - 2
+    };
+    let len = b.parts[..used].iter().sum();
+    let bytes = span
+        .part(0, len)
+        .and_then(|read| work.spill.get(read).ok())
+        .filter(|bytes| {
+            cache::part_hashes(bytes, prefix(b.parts, used)).is_some_and(|h| h[..used] == b.hashes[..used])
+        });
     let Some(bytes) = bytes else {
         cache.warn(format!(
             "cached bulk of {key} does not match its index; reading it again"
@@ -135,8 +152,8 @@ fn from_cache(key: &str, r: &Record, cache: &Cache, spill: &Spill) -> Option<Set
         cache.keep(key.to_string());
         return Some(settled.with_bulk(span, b.parts));
     }
-    let span = spill.put(&bytes);
-    let moved = cache.bulk(span, b.parts, b.hash);
+    let span = work.spill.put(&bytes);
+    let moved = cache.bulk(span, b.parts, b.hashes);
     let blob = r.entries.map_or(Blob::None, Blob::Keep);
     match moved {
         Some(bulk) => cache.put(key.to_string(), &r.rel, r.stamp, r.summary.clone(), Some(bulk), blob),
@@ -144,4 +161,11 @@ fn from_cache(key: &str, r: &Record, cache: &Cache, spill: &Spill) -> Option<Set
         None => cache.keep(key.to_string()),
     }
     Some(settled.with_bulk(span, b.parts))
+}
+
+/// `parts` with those from `used` on emptied: the lengths of a bulk's first `used` parts.
+fn prefix(parts: [u64; PARTS], used: usize) -> [u64; PARTS] {
+    let mut kept = parts;
+    kept[used..].fill(0);
+    kept
 }

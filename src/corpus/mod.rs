@@ -262,9 +262,11 @@ pub struct Corpus {
     pub calls: u64,
     /// Where the sessions' facts and calls wait (see [`spill`]).
     pub spill: Arc<Spill>,
-    /// The scan kept no full records ([`Keep::Reports`], [`Keep::Totals`]) to read back.
+    /// The scan kept no full records ([`Keep::Reports`], [`Keep::Totals`]) to read back: none
+    /// spilled, or, through the cache, none checked against their hash.
     pub records_dropped: bool,
-    /// The scan kept no report rows ([`Keep::Records`], [`Keep::Totals`]) to read back.
+    /// The scan kept no report rows ([`Keep::Records`], [`Keep::Totals`]) to read back (as
+    /// `records_dropped` says of the records).
     pub billed_dropped: bool,
 }
 
@@ -517,14 +519,19 @@ pub fn analyze_files(
     let bytes = AtomicU64::new(0);
     let spill = Arc::new(cache.map_or_else(Spill::new, Cache::spill));
     let slots: Vec<Mutex<Scratch>> = (0..rayon::current_num_threads()).map(|_| Mutex::default()).collect();
+    let reads = worker::Forms {
+        records: matches!(keep, Keep::All | Keep::Records),
+        billed: matches!(keep, Keep::All | Keep::Reports),
+    };
     let forms = worker::Forms {
-        records: matches!(keep, Keep::All | Keep::Records) || cache.is_some(),
-        billed: matches!(keep, Keep::All | Keep::Reports) || cache.is_some(),
+        records: reads.records || cache.is_some(),
+        billed: reads.billed || cache.is_some(),
     };
     let work = worker::Work {
         cache,
         spill: &spill,
         forms,
+        reads,
     };
     let outcomes: Vec<worker::Settled> = files
         .par_iter()
@@ -542,8 +549,8 @@ pub fn analyze_files(
     let mut corpus = Corpus {
         bytes: bytes.into_inner(),
         spill,
-        records_dropped: !forms.records,
-        billed_dropped: !forms.billed,
+        records_dropped: !reads.records,
+        billed_dropped: !reads.billed,
         ..Default::default()
     };
     // Exactly as many as there are: the sessions are most of what a scan keeps in memory.

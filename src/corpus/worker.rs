@@ -19,6 +19,9 @@ pub(super) struct Work<'a> {
     pub spill: &'a Spill,
     /// Which forms of each call are spilled (see [`super::Keep`]).
     pub forms: Forms,
+    /// Which forms of each call the command reads back: those it is refused otherwise, and
+    /// those a cached bulk is checked for.
+    pub reads: Forms,
 }
 
 /// What a worker makes of a file.

@@ -304,6 +304,49 @@ fn spills_are_reused_bounded_and_checked() {
 }
 
 /// `pisa bench --json`: every stage measured on the whole corpus, lines counted as `wc -l` does.
+/// A run checks the parts of a cached bulk it reads, and only those: damage in a session's
+/// full records (the last part of its bulk, read by exports, not by reports) leaves reports
+/// silent and unchanged, and the export finds it and reads the file again.
+#[test]
+fn a_run_checks_the_parts_of_the_cache_it_reads() {
+    let generated = crate::support::generated("23", 8);
+    let file = session_files(generated.path())
+        .into_iter()
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join(file.parent().unwrap().file_name().unwrap());
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::copy(&file, folder.join(file.file_name().unwrap())).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let daily = ["daily", "--json", "-z", "UTC", d];
+    run(Some(cache.path()), &daily);
+    // One session, so one bulk: the spill's last byte is in its records.
+    let spill = spills(cache.path());
+    assert_eq!(spill.len(), 1, "{spill:?}");
+    let mut bytes = std::fs::read(&spill[0]).unwrap();
+    *bytes.last_mut().unwrap() ^= 0x55;
+    std::fs::write(&spill[0], &bytes).unwrap();
+    for args in [&daily[..], &["sessions", "--json", d]] {
+        let (_, fresh, _) = run(None, args);
+        let (_, out, err) = run(Some(cache.path()), args);
+        assert!(out == fresh, "{args:?} prints otherwise with the cache");
+        assert!(!err.contains("cache"), "{args:?} reads the records: {err}");
+    }
+    let out = tempfile::tempdir().unwrap();
+    let (fresh, cached) = (out.path().join("fresh"), out.path().join("cached"));
+    run(None, &["export", "--out", fresh.to_str().unwrap(), d]);
+    let (_, _, err) = run(Some(cache.path()), &["export", "--out", cached.to_str().unwrap(), d]);
+    assert!(err.contains("does not match its index"), "{err}");
+    for name in ["usage.parquet", "sessions.parquet"] {
+        assert!(
+            std::fs::read(fresh.join(name)).unwrap() == std::fs::read(cached.join(name)).unwrap(),
+            "{name} differs"
+        );
+    }
+}
+
 #[test]
 fn bench_measures_every_stage() {
     let d = repo().join("datasets").join("sample");
