@@ -94,19 +94,19 @@ pub fn hash(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
-/// The hash of each part of a bulk's `bytes`, the parts `parts` bytes long one after the
-/// other; `None` when they do not add up to `bytes`.
-pub fn part_hashes(
-    bytes: &[u8],
-    parts: [u64; crate::corpus::spill::PARTS],
-) -> Option<[u64; crate::corpus::spill::PARTS]> {
+/// The hash of each part of `bytes`, the parts `parts` bytes long one after the other;
+/// `None` when they do not add up to `bytes`.
+pub fn part_hashes(bytes: &[u8], parts: &[u64]) -> Option<Vec<u64>> {
     let mut rest = bytes;
-    let hashes = parts.map(|len| {
-        let (part, after) = rest.split_at(usize::try_from(len).unwrap_or(usize::MAX).min(rest.len()));
-        rest = after;
-        hash(part)
-    });
-    (parts.iter().sum::<u64>() == bytes.len() as u64).then_some(hashes)
+    let hashes = parts
+        .iter()
+        .map(|&len| {
+            let (part, after) = rest.split_at_checked(usize::try_from(len).ok()?)?;
+            rest = after;
+            Some(hash(part))
+        })
+        .collect::<Option<Vec<u64>>>()?;
+    rest.is_empty().then_some(hashes)
 }
 
 impl Stamp {

@@ -82,11 +82,13 @@ fn remember(
         read.blob = Blob::None;
     }
     let bulk = match (&settled, written) {
-        (_, Some(w)) => match cache::part_hashes(&w.bytes, w.parts).and_then(|h| cache.bulk(w.span, w.parts, h)) {
-            Some(b) => Some(b),
-            // No spill in the cache folder: nothing of this file can be cached.
-            None => return settled,
-        },
+        (_, Some(w)) => {
+            match cache::part_hashes(&w.bytes, &w.parts).and_then(|h| cache.bulk(w.span, w.parts, h.try_into().ok()?)) {
+                Some(b) => Some(b),
+                // No spill in the cache folder: nothing of this file can be cached.
+                None => return settled,
+            }
+        }
         (Settled::Rejected(_), None) => None,
         (Settled::Session(_), None) => return settled,
     };
@@ -139,9 +141,7 @@ fn from_cache(key: &str, r: &Record, cache: &Cache, work: &Work<'_>) -> Option<S
     let bytes = span
         .part(0, len)
         .and_then(|read| work.spill.get(read).ok())
-        .filter(|bytes| {
-            cache::part_hashes(bytes, prefix(b.parts, used)).is_some_and(|h| h[..used] == b.hashes[..used])
-        });
+        .filter(|bytes| cache::part_hashes(bytes, &b.parts[..used]).is_some_and(|h| h == b.hashes[..used]));
     let Some(bytes) = bytes else {
         cache.warn(format!(
             "cached bulk of {key} does not match its index; reading it again"
@@ -161,11 +161,4 @@ fn from_cache(key: &str, r: &Record, cache: &Cache, work: &Work<'_>) -> Option<S
         None => cache.keep(key.to_string()),
     }
     Some(settled.with_bulk(span, b.parts))
-}
-
-/// `parts` with those from `used` on emptied: the lengths of a bulk's first `used` parts.
-fn prefix(parts: [u64; PARTS], used: usize) -> [u64; PARTS] {
-    let mut kept = parts;
-    kept[used..].fill(0);
-    kept
 }

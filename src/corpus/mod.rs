@@ -430,23 +430,14 @@ impl Corpus {
         sessions.chain(transcripts).collect()
     }
 
-    /// Visit the files one by one, read a window at a time ([`Corpus::each_read_window`]).
+    /// Visit the files one by one, read in windows of at most [`WINDOW`] files and
+    /// [`WINDOW_BYTES`] bytes (as `bytes` counts a file's), each window's files `read` in
+    /// parallel before any of them is visited.
     fn each_read<T: Send, E: From<std::io::Error>>(
         &self,
         bytes: impl Fn(&Calls) -> u64,
         read: impl Fn(&Calls) -> std::io::Result<T> + Sync,
         mut visit: impl FnMut(FileCalls<'_, T>) -> Result<(), E>,
-    ) -> Result<(), E> {
-        self.each_read_window(bytes, read, |window| window.into_iter().try_for_each(&mut visit))
-    }
-
-    /// Visit the files in windows of at most [`WINDOW`] files and [`WINDOW_BYTES`] bytes (as
-    /// `bytes` counts a file's), each window's files `read` in parallel.
-    fn each_read_window<T: Send, E: From<std::io::Error>>(
-        &self,
-        bytes: impl Fn(&Calls) -> u64,
-        read: impl Fn(&Calls) -> std::io::Result<T> + Sync,
-        mut visit: impl FnMut(Vec<FileCalls<'_, T>>) -> Result<(), E>,
     ) -> Result<(), E> {
         let files = self.call_files();
         let mut rest = &files[..];
@@ -463,20 +454,18 @@ impl Corpus {
                 .max(1);
             let (window, next) = rest.split_at(n);
             rest = next;
-            let read: Vec<std::io::Result<T>> = window.par_iter().map(|f| read(f.calls)).collect();
-            let window = window
-                .iter()
-                .zip(read)
-                .map(|(f, read)| {
-                    Ok(FileCalls {
-                        file: f.file(),
-                        spawned_by: f.spawned_by,
-                        calls: f.calls,
-                        read: read?,
-                    })
-                })
-                .collect::<std::io::Result<Vec<_>>>()?;
-            visit(window)?;
+            let read = window
+                .par_iter()
+                .map(|f| read(f.calls))
+                .collect::<std::io::Result<Vec<T>>>()?;
+            for (f, read) in window.iter().zip(read) {
+                visit(FileCalls {
+                    file: f.file(),
+                    spawned_by: f.spawned_by,
+                    calls: f.calls,
+                    read,
+                })?;
+            }
         }
         Ok(())
     }

@@ -445,17 +445,13 @@ fn add_compactions(rows: &mut Rows, corpus: &Corpus, k: &Keyer<'_>) {
                 compactions: 1,
                 ..Figures::default()
             };
-            if k.o.group.is_time() {
-                rows.add_on(day, k, &model, &f);
-                continue;
+            match k.o.group {
+                g if g.is_time() => rows.add_on(day, k, &model, &f),
+                Group::Session => rows.add(&s.rel, &model, &f),
+                Group::Model => rows.add(&model, &model, &f),
+                Group::Project => rows.add(project, &model, &f),
+                _ => rows.add("compaction", &model, &f),
             }
-            let key = match k.o.group {
-                Group::Session => s.rel.clone(),
-                Group::Model => model.clone(),
-                Group::Project => project.clone(),
-                _ => "compaction".into(),
-            };
-            rows.add(&key, &model, &f);
         }
     }
 }
