@@ -236,7 +236,11 @@ fn few_malloc_arenas() {
 /// A scan of what `input` names: the corpus, and whether it is the sample.
 struct Scanned {
     roots: Roots,
-    corpus: Corpus,
+    /// Never freed: the process ends soon after its command is done with it, and the system
+    /// takes its memory back at once. Freed, its allocations took the main thread 5-7 ms at
+    /// the end of a scan of the 1.5 GB corpus, the other core idle (the sample's folder, in
+    /// `roots`, is still removed).
+    corpus: std::mem::ManuallyDrop<Corpus>,
 }
 
 /// Find, read and analyse what `input` names, through the cache unless it is off or the
@@ -269,7 +273,10 @@ fn scan(ctx: &Ctx, input: &Input, quiet_output: bool, keep: Keep) -> Result<Scan
     if !input.quiet {
         list_skipped(&corpus, input.verbose, roots.demo.as_ref().map(tempfile::TempDir::path))?;
     }
-    Ok(Scanned { roots, corpus })
+    Ok(Scanned {
+        roots,
+        corpus: std::mem::ManuallyDrop::new(corpus),
+    })
 }
 
 /// Damaged, rejected and unreadable files on stderr, one line each, and with `verbose` the
