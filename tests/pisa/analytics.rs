@@ -403,6 +403,43 @@ fn monthly_partitions_form_one_table_and_replace_the_previous_export() {
     assert_eq!(rows, frames.usage.height());
 }
 
+/// A frame that cannot be written fails the export, and the frames written beside it leave no
+/// temporary file behind: here `sessions.parquet` is a folder, so its file cannot be renamed
+/// into place while the usage frame is being written.
+#[test]
+fn a_failed_export_leaves_no_temporary_files() {
+    let d = sample();
+    for partition in [None, Some("month")] {
+        let out = tempfile::tempdir().unwrap();
+        std::fs::create_dir(out.path().join("sessions.parquet")).unwrap();
+        let mut args = vec![
+            "export",
+            "-q",
+            "--out",
+            out.path().to_str().unwrap(),
+            d.to_str().unwrap(),
+        ];
+        if let Some(p) = partition {
+            args.extend(["--partition", p]);
+        }
+        let (code, _, err) = pisa(&args);
+        assert_eq!(code, 1, "{partition:?}: {err}");
+        assert!(err.contains("sessions.parquet"), "{partition:?}: {err}");
+        let mut names: Vec<String> = std::fs::read_dir(out.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        // The files that were finished stay; nothing half-written does.
+        assert!(names.iter().all(|n| !n.starts_with('.')), "{partition:?}: {names:?}");
+        assert!(
+            !names.contains(&"usage.parquet".to_string()),
+            "{partition:?}: {names:?}"
+        );
+        assert!(!names.contains(&"usage".to_string()), "{partition:?}: {names:?}");
+    }
+}
+
 #[test]
 fn python_readers_agree_with_the_export() {
     let d = sample();
