@@ -69,6 +69,16 @@ pub(super) enum Settled {
     Rejected(Box<RejectedFile>),
 }
 
+impl Settled {
+    /// The file's path relative to the scanned folder.
+    pub fn rel(&self) -> &str {
+        match self {
+            Settled::Session(s) => &s.rel,
+            Settled::Rejected(r) => r.rel(),
+        }
+    }
+}
+
 /// A session's bulk as written to the spill: where, the bytes of each part, and the bytes (for
 /// the cache's hash; without a cache they are only dropped).
 pub(super) struct Written {

@@ -94,13 +94,68 @@ pub fn is_js_blank(line: &[u8]) -> bool {
 }
 
 /// Compare two strings in JavaScript's default order (UTF-16 code units).
+///
+/// Their common start is skipped as bytes; only from the character where they differ on are
+/// they compared as UTF-16, where the order can differ from UTF-8's (a character past U+FFFF,
+/// a surrogate pair, sorts before U+E000-U+FFFF). Compared as UTF-16 all along, sorting a
+/// corpus's sessions by path took the main thread 2-4 ms alone at the end of a scan.
 pub fn cmp_utf16(a: &str, b: &str) -> std::cmp::Ordering {
-    a.encode_utf16().cmp(b.encode_utf16())
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    let end = x.len().min(y.len());
+    // Eight bytes at a time, then one at a time.
+    let mut same = 0;
+    while same + 8 <= end && x[same..same + 8] == y[same..same + 8] {
+        same += 8;
+    }
+    while same < end && x[same] == y[same] {
+        same += 1;
+    }
+    // Back to the start of the character the first difference is in.
+    while !a.is_char_boundary(same) {
+        same -= 1;
+    }
+    a[same..].encode_utf16().cmp(b[same..].encode_utf16())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The order of UTF-16 code units, which is not UTF-8's past U+FFFF, on strings that share
+    /// starts of every length and differ in characters of every width.
+    #[test]
+    fn utf16_order_matches_javascript() {
+        let chars = [
+            "a",
+            "z",
+            "é",
+            "\u{7ff}",
+            "日",
+            "\u{e000}",
+            "\u{ffff}",
+            "😀",
+            "\u{10000}",
+            "\u{10ffff}",
+            "𝄞",
+        ];
+        let mut strings = vec![String::new()];
+        for c in chars {
+            for d in chars {
+                for start in ["", "a", "日", "😀", "x/𝄞/y"] {
+                    strings.push(format!("{start}{c}{d}"));
+                    strings.push(format!("{start}{c}"));
+                }
+            }
+        }
+        for a in &strings {
+            for b in &strings {
+                assert_eq!(cmp_utf16(a, b), a.encode_utf16().cmp(b.encode_utf16()), "{a:?} {b:?}");
+            }
+        }
+        // Past U+FFFF sorts before U+E000-U+FFFF in UTF-16, after it in UTF-8.
+        assert_eq!(cmp_utf16("😀", "\u{ffff}"), std::cmp::Ordering::Less);
+        assert_eq!("😀".cmp("\u{ffff}"), std::cmp::Ordering::Greater);
+    }
 
     #[test]
     fn utf16_lengths_match_javascript() {
