@@ -274,17 +274,18 @@ fn usage_batches(what: &Exported<'_>, dir: &Path, mut usage: Target) -> Result<T
             })
         },
     );
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    if let Err(source) = streamed {
-        usage.abandon();
-        return Err(ExportError::Polars {
+    // A failed write removed its own file; a month's folder, or a batch that could not be made,
+    // still leaves what the target wrote so far.
+    let failed = match (failed, streamed) {
+        (Some(e), _) => e,
+        (None, Err(source)) => ExportError::Polars {
             path: dir.to_path_buf(),
             source,
-        });
-    }
-    Ok(usage)
+        },
+        (None, Ok(())) => return Ok(usage),
+    };
+    usage.abandon();
+    Err(failed)
 }
 
 /// Where a frame's batches go: one file, or one file per month.
