@@ -274,18 +274,19 @@ fn usage_batches(what: &Exported<'_>, dir: &Path, mut usage: Target) -> Result<T
             })
         },
     );
-    // A failed write removed its own file; a month's folder, or a batch that could not be made,
-    // still leaves what the target wrote so far.
-    let failed = match (failed, streamed) {
-        (Some(e), _) => e,
-        (None, Err(source)) => ExportError::Polars {
+    // A failed write removed what its target wrote (see `Out::push`, `Partitioned::push`).
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if let Err(source) = streamed {
+        // A batch that could not be made: what the target wrote so far is removed.
+        usage.abandon();
+        return Err(ExportError::Polars {
             path: dir.to_path_buf(),
             source,
-        },
-        (None, Ok(())) => return Ok(usage),
-    };
-    usage.abandon();
-    Err(failed)
+        });
+    }
+    Ok(usage)
 }
 
 /// Where a frame's batches go: one file, or one file per month.
@@ -310,16 +311,10 @@ impl Target {
     }
 
     /// Give up on it: what was written so far is removed (nothing was renamed into place).
-    fn abandon(self) {
-        match self {
-            Target::File(out) => {
-                let Out { tmp, sink, file, .. } = *out;
-                drop((sink, file));
-                let _ = fs::remove_file(tmp);
-            }
-            Target::Partitioned(p) => {
-                let _ = fs::remove_dir_all(&p.tmp);
-            }
+    fn abandon(mut self) {
+        match &mut self {
+            Target::File(out) => out.abandon(),
+            Target::Partitioned(p) => p.abandon(),
         }
     }
 }
@@ -527,11 +522,16 @@ impl Out {
     fn push(&mut self, df: &mut DataFrame) -> Result<(), ExportError> {
         let result = self.write(df);
         if result.is_err() {
-            self.sink = None;
-            self.file = None;
-            let _ = fs::remove_file(&self.tmp);
+            self.abandon();
         }
         result
+    }
+
+    /// Close the file and remove it.
+    fn abandon(&mut self) {
+        self.sink = None;
+        self.file = None;
+        let _ = fs::remove_file(&self.tmp);
     }
 
     fn write(&mut self, df: &mut DataFrame) -> Result<(), ExportError> {
@@ -618,7 +618,23 @@ impl Partitioned {
         })
     }
 
+    /// Write a frame's rows into their months' files; on an error the folder is removed, as
+    /// [`Out::push`] removes its file.
     fn push(&mut self, df: &mut DataFrame) -> Result<(), ExportError> {
+        let result = self.write(df);
+        if result.is_err() {
+            self.abandon();
+        }
+        result
+    }
+
+    /// Close every month's file and remove the folder.
+    fn abandon(&mut self) {
+        self.months.clear();
+        let _ = fs::remove_dir_all(&self.tmp);
+    }
+
+    fn write(&mut self, df: &mut DataFrame) -> Result<(), ExportError> {
         let polars = |source| ExportError::Polars {
             path: self.target.clone(),
             source,
