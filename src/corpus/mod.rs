@@ -407,6 +407,21 @@ impl Corpus {
         self.each_read(|c| c.billed.len(), |c| self.billed(c), visit)
     }
 
+    /// [`Corpus::each_billed`], with `then` made of each file's calls on the thread pool as the
+    /// file is read back (what needs no call before it), and visited beside them.
+    pub fn each_billed_then<U: Send, E: From<std::io::Error>>(
+        &self,
+        then: impl Fn(&billed::BilledCalls) -> U + Sync,
+        visit: impl FnMut(FileCalls<'_, (billed::BilledCalls, U)>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let read = |c: &Calls| {
+            let calls = self.billed(c)?;
+            let made = then(&calls);
+            Ok((calls, made))
+        };
+        self.each_read(|c| c.billed.len(), read, visit)
+    }
+
     /// The files that may hold billed calls, unread, in the usage frame's order: the sessions
     /// by path, then the transcripts by path.
     pub fn call_files(&self) -> Vec<CallFile<'_>> {
@@ -432,7 +447,9 @@ impl Corpus {
 
     /// Visit the files one by one, read in windows of at most [`WINDOW`] files and
     /// [`WINDOW_BYTES`] bytes (as `bytes` counts a file's), each window's files `read` in
-    /// parallel before any of them is visited.
+    /// parallel before any of them is visited. The next window is read while this one is
+    /// visited: the visits run on the calling thread, one after the other, and the thread pool
+    /// would otherwise wait for them.
     fn each_read<T: Send, E: From<std::io::Error>>(
         &self,
         bytes: impl Fn(&Calls) -> u64,
@@ -440,6 +457,7 @@ impl Corpus {
         mut visit: impl FnMut(FileCalls<'_, T>) -> Result<(), E>,
     ) -> Result<(), E> {
         let files = self.call_files();
+        let mut windows = Vec::new();
         let mut rest = &files[..];
         while !rest.is_empty() {
             let mut total = 0;
@@ -453,19 +471,36 @@ impl Corpus {
                 .count()
                 .max(1);
             let (window, next) = rest.split_at(n);
+            windows.push(window);
             rest = next;
-            let read = window
+        }
+        let read_window = |window: &[CallFile<'_>]| {
+            window
                 .par_iter()
                 .map(|f| read(f.calls))
-                .collect::<std::io::Result<Vec<T>>>()?;
-            for (f, read) in window.iter().zip(read) {
-                visit(FileCalls {
-                    file: f.file(),
-                    spawned_by: f.spawned_by,
-                    calls: f.calls,
-                    read,
-                })?;
-            }
+                .collect::<std::io::Result<Vec<T>>>()
+        };
+        let mut ahead = windows.first().map(|w| read_window(w));
+        for (i, window) in windows.iter().enumerate() {
+            let read = ahead.take().expect("each window is read before it is visited")?;
+            let mut next = None;
+            // The calling thread visits; the pool reads the next window meanwhile. A failed
+            // visit returns once that read is done (the scope waits for it).
+            rayon::in_place_scope(|scope| {
+                if let Some(w) = windows.get(i + 1) {
+                    scope.spawn(|_| next = Some(read_window(w)));
+                }
+                for (f, read) in window.iter().zip(read) {
+                    visit(FileCalls {
+                        file: f.file(),
+                        spawned_by: f.spawned_by,
+                        calls: f.calls,
+                        read,
+                    })?;
+                }
+                Ok::<_, E>(())
+            })?;
+            ahead = next;
         }
         Ok(())
     }

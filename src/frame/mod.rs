@@ -17,7 +17,7 @@ mod schema;
 mod usage;
 pub use price::{FileCost, Priced, Pricer, Repricing};
 pub use schema::{COMPACTIONS, Col, FILES, SESSIONS, SOURCE, Ty, USAGE, markdown};
-pub use usage::{CallRow, UsageColumns, UsageRow, each_call, each_row, try_each_row};
+pub use usage::{CallRow, UsageColumns, UsageRow, each_call, each_call_with, each_row, try_each_row};
 
 /// The four frames of a corpus.
 #[derive(Debug, Clone)]

@@ -49,17 +49,40 @@ pub fn each_call(
     mode: CostMode,
     mut visit: impl FnMut(&CallRow<'_>),
 ) -> std::io::Result<()> {
-    let mut pricer = Pricer::new(pricing, mode);
-    corpus.each_billed(|f| {
-        debug_assert_eq!(f.read.len() as u64, f.calls.count, "one row per call");
-        for (call, reason) in f.read.iter().zip(f.calls.reasons()) {
-            visit(&CallRow {
+    each_call_with(corpus, pricing, mode, |_| (), |row, ()| visit(row))
+}
+
+/// [`each_call`], with `prepare` made of each call beside its price on the thread pool, as its
+/// file is read back, and handed to `visit` with the call's row: what a visitor needs of a call
+/// alone (its day, say). The visits still come one after the other, in order, on the calling
+/// thread, so what they sum is the same bit for bit on every run.
+pub fn each_call_with<U: Send>(
+    corpus: &Corpus,
+    pricing: &Pricing,
+    mode: CostMode,
+    prepare: impl Fn(&Billed<'_>) -> U + Sync,
+    mut visit: impl FnMut(&CallRow<'_>, U),
+) -> std::io::Result<()> {
+    let made = |calls: &crate::corpus::billed::BilledCalls| {
+        // One per file: a file's calls come in runs of a model or two.
+        let mut pricer = Pricer::new(pricing, mode);
+        calls
+            .iter()
+            .map(|call| (pricer.price(&call), prepare(&call)))
+            .collect::<Vec<_>>()
+    };
+    corpus.each_billed_then(made, |f| {
+        let (read, made) = f.read;
+        debug_assert_eq!(read.len() as u64, f.calls.count, "one row per call");
+        for ((call, reason), (priced, made)) in read.iter().zip(f.calls.reasons()).zip(made) {
+            let row = CallRow {
                 file: &f.file,
                 spawned_by: f.spawned_by,
                 call,
                 reason,
-                priced: pricer.price(&call),
-            });
+                priced,
+            };
+            visit(&row, made);
         }
         Ok::<_, std::io::Error>(())
     })

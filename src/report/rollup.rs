@@ -16,8 +16,9 @@ use serde_json::{Value, json};
 
 use super::{terminal_safe, tokens, usd};
 use crate::analyze::parse_iso_ms;
+use crate::corpus::billed::Billed;
 use crate::corpus::{Corpus, SessionSummary};
-use crate::frame::{CallRow, each_call};
+use crate::frame::{CallRow, each_call_with};
 use crate::js::num_json;
 use crate::pricing::{Billing, BillingFilter, CostMode, Pricing};
 
@@ -312,7 +313,11 @@ pub fn build(corpus: &Corpus, pricing: &Pricing, o: &Options) -> std::io::Result
         breakdown: o.breakdown,
     };
     let mut model = String::new();
-    each_call(corpus, pricing, o.cost, |row| add_usage(&mut rows, row, &k, &mut model))?;
+    // Each call's day is found on the thread pool; the sums stay in order on this thread.
+    let day = |call: &Billed<'_>| k.day(call.ms.map(|t| t as f64));
+    each_call_with(corpus, pricing, o.cost, day, |row, day| {
+        add_usage(&mut rows, row, day, &k, &mut model)
+    })?;
     add_compactions(&mut rows, corpus, &k);
     let mut rows = rows.rows;
     if o.group == Group::Session {
@@ -382,9 +387,9 @@ impl Rows {
     }
 }
 
-/// A billed call, unless another record holds it (see `inherited_reason`) or the options
-/// leave it out. `model` is a buffer for its model key.
-fn add_usage(rows: &mut Rows, row: &CallRow<'_>, k: &Keyer<'_>, model: &mut String) {
+/// A billed call on `day` (in the report's zone), unless another record holds it (see
+/// `inherited_reason`) or the options leave it out. `model` is a buffer for its model key.
+fn add_usage(rows: &mut Rows, row: &CallRow<'_>, day: Option<Date>, k: &Keyer<'_>, model: &mut String) {
     if row.inherited() {
         return;
     }
@@ -393,7 +398,6 @@ fn add_usage(rows: &mut Rows, row: &CallRow<'_>, k: &Keyer<'_>, model: &mut Stri
     if !k.o.billing.keeps(row.priced.billing) {
         return;
     }
-    let day = k.day(r.ms.map(|t| t as f64));
     let source = r.source.name();
     model_key_into(model, source, r.provider, r.model, r.response_model);
     let project = row.file.project;

@@ -475,6 +475,44 @@ fn python_readers_agree_with_the_export() {
     }
 }
 
+/// The calls read back in windows of files (the next window read on the thread pool while the
+/// calling thread visits one) come in the usage frame's order, each with what was made of it
+/// beside its price, as each file read on its own gives them; a visit that fails stops there.
+#[test]
+fn calls_read_back_in_windows_come_in_order() {
+    let d = generated("31", 200);
+    let corpus = pisa::corpus::scan(&[d.path().to_path_buf()], &pisa::corpus::Quiet, None).expect("the scan runs");
+    let pricing = pisa::pricing::Pricing::default();
+    let files = corpus.call_files();
+    // Windows hold 64 files at most.
+    assert!(files.len() > 3 * 64, "several windows: {} files", files.len());
+    let mut expected = Vec::new();
+    for f in &files {
+        for call in corpus.billed(f.calls).expect("read back").iter() {
+            expected.push((f.file().rel.to_string(), call.ms, call.cost.to_bits()));
+        }
+    }
+    let mut seen = Vec::new();
+    let made = |call: &pisa::corpus::billed::Billed<'_>| (call.ms, call.cost.to_bits());
+    pisa::frame::each_call_with(&corpus, &pricing, pisa::pricing::CostMode::Auto, made, |row, made| {
+        assert_eq!(made, (row.call.ms, row.call.cost.to_bits()), "made of its own call");
+        seen.push((row.file.rel.to_string(), row.call.ms, row.call.cost.to_bits()));
+    })
+    .expect("read back");
+    assert!(expected.len() > 1_000, "{} calls", expected.len());
+    assert!(seen == expected, "the calls in another order, or others");
+    let mut visited = 0;
+    let stopped = corpus.each_billed(|_| {
+        visited += 1;
+        match visited {
+            100 => Err(std::io::Error::other("stop")),
+            _ => Ok(()),
+        }
+    });
+    assert_eq!(stopped.map_err(|e| e.to_string()), Err("stop".to_string()));
+    assert_eq!(visited, 100, "no file is visited after a failed visit");
+}
+
 /// The usage frame written in many small batches is the frame built whole: the same rows in
 /// Parquet (one file and by month), and the same bytes in CSV and NDJSON.
 #[test]
